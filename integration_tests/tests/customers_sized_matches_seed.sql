@@ -1,0 +1,1 @@
+select * from {{ ref('customers') }} except select * from {{ ref('customers_sized') }}

@@ -1,0 +1,24 @@
+{#-- sized_incremental: the model's SQL is planned and written by the adapter in files of
+     target_file_size (python_adapter.writer); this macro only wires dbt's lifecycle. --#}
+{% materialization sized_incremental, adapter='sized_spark', supported_languages=['sql'] %}
+  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set existing_relation = load_cached_relation(this) -%}
+  {%- set full_refresh = should_full_refresh() or existing_relation is none -%}
+  {%- set grant_config = config.get('grants') -%}
+
+  {{ run_hooks(pre_hooks) }}
+
+  {%- set result = adapter.sized_write(target_relation, compiled_code, model.config, full_refresh) -%}
+
+  {%- call noop_statement('main', result['message'], 'OK', result['rows']) -%}
+    -- {{ result['message'] }}
+  {%- endcall -%}
+
+  {% set should_revoke = should_revoke(existing_relation, full_refresh_mode=full_refresh) %}
+  {% do apply_grants(target_relation, grant_config, should_revoke) %}
+  {% do persist_docs(target_relation, model) %}
+
+  {{ run_hooks(post_hooks) }}
+
+  {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}

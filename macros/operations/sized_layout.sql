@@ -1,0 +1,25 @@
+{#-- dbt run-operation sized_layout --args '{relation: schema.table}'
+     Prints per partition: files, rows, bytes, min / median / max file size, small files. --#}
+{% macro sized_layout(relation, small_file_limit=none, target_file_size=none) %}
+  {{ return(adapter.dispatch('sized_layout')(relation, small_file_limit, target_file_size)) }}
+{% endmacro %}
+
+{% macro default__sized_layout(relation, small_file_limit, target_file_size) %}
+  {%- set rel = sized_resolve_relation(relation) -%}
+  {%- set table = adapter.sized_layout(rel, small_file_limit, target_file_size) -%}
+  {%- if execute -%}
+    {{ print('Layout of ' ~ rel.schema ~ '.' ~ rel.identifier ~ ' (' ~ (table.rows | length) ~ ' partitions)') }}
+    {%- do table.print_table(max_rows=none, max_columns=none, max_column_width=60) -%}
+  {%- endif -%}
+  {{ return(table) }}
+{% endmacro %}
+
+{#-- 'schema.table', 'table' (target schema) or a Relation --#}
+{% macro sized_resolve_relation(relation) %}
+  {%- if relation is string -%}
+    {%- set parts = relation.split('.') -%}
+    {%- set schema_name = parts[-2] if parts | length > 1 else target.schema -%}
+    {{ return(api.Relation.create(schema=schema_name, identifier=parts[-1], type='table')) }}
+  {%- endif -%}
+  {{ return(relation) }}
+{% endmacro %}

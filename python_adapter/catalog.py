@@ -1,0 +1,80 @@
+"""The metastore side of a table: look it up, create it, sync its partitions."""
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+
+@dataclass(frozen=True)
+class TableRef:
+    schema: str
+    identifier: str
+    location_root: Optional[str] = None  # dbt-spark's location_root: external table there
+
+    @property
+    def quoted(self):
+        return f"`{self.schema}`.`{self.identifier}`"
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    location: str
+    columns: Tuple[Tuple[str, str], ...]      # (name, type) in table order
+    partition_columns: Tuple[str, ...]
+    provider: str
+    table_type: str
+
+    @property
+    def column_names(self):
+        return [c for c, _ in self.columns]
+
+
+def describe_table(spark, table):
+    """TableInfo, or None when the table does not exist."""
+    if not spark.catalog.tableExists(table.identifier, table.schema):
+        return None
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table.quoted}").collect()
+    info = {}
+    for row in rows:
+        name, value = (row[0] or "").strip(), (row[1] or "").strip()
+        if name in ("Location", "Provider", "Type") and name not in info:
+            info[name] = value
+    cols = spark.catalog.listColumns(table.identifier, table.schema)
+    return TableInfo(
+        location=info.get("Location", ""),
+        columns=tuple((c.name, c.dataType) for c in cols),
+        partition_columns=tuple(c.name for c in cols if c.isPartition),
+        provider=info.get("Provider", "").lower(),
+        table_type=info.get("Type", "").upper(),
+    )
+
+
+def table_location(spark, table):
+    """Where a new table's files go: location_root/identifier, or the database location."""
+    if table.location_root:
+        return f"{table.location_root.rstrip('/')}/{table.identifier}"
+    db = spark.catalog.getDatabase(table.schema)
+    return f"{db.locationUri.rstrip('/')}/{table.identifier}"
+
+
+def create_table(spark, table, schema, partition_by):
+    """An empty Parquet table with data columns first and partition columns last."""
+    pset = {c.lower() for c in partition_by}
+    ordered = [f for f in schema.fields if f.name.lower() not in pset] + \
+              [schema[c] for c in partition_by]
+    cols = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in ordered)
+    ddl = f"CREATE TABLE {table.quoted} ({cols}) USING parquet"
+    if partition_by:
+        ddl += " PARTITIONED BY (" + ", ".join(f"`{c}`" for c in partition_by) + ")"
+    if table.location_root:
+        ddl += f" LOCATION '{table_location(spark, table)}'"
+    spark.sql(ddl)
+
+
+def drop_table(spark, table):
+    spark.sql(f"DROP TABLE IF EXISTS {table.quoted}")
+
+
+def sync_partitions(spark, table, partitioned):
+    """Make the metastore's partition list match the directories, then drop cached listings."""
+    if partitioned:
+        spark.sql(f"MSCK REPAIR TABLE {table.quoted} SYNC PARTITIONS")
+    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")

@@ -1,0 +1,210 @@
+"""The commit protocol of DESIGN: lock, recover, requested, stage, inflight, publish,
+completed, cleanup.
+
+After any crash the table holds exactly the files of its last completed commit: recovery
+rolls every unfinished instant back (moving published files out and set-aside files back),
+which is safe to repeat if recovery itself is interrupted. The set-aside files of the last
+completed commit are kept so `sized_rollback` can restore the state before it.
+"""
+import json
+import os
+import socket
+import time
+from dataclasses import replace
+
+from python_adapter.faults import fault_point
+from python_adapter.timeline import FileEntry, Instant, Timeline, new_instant_id
+
+_HELD_LOCKS = set()  # lock paths this process holds right now
+
+
+class LockError(RuntimeError):
+    """Another writer holds the table's lock."""
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class CommitProtocol:
+    def __init__(self, fs, table_location, log=print):
+        self.fs = fs
+        self.location = table_location.rstrip("/")
+        self.timeline = Timeline(fs, self.location)
+        self.meta = self.timeline.meta_dir
+        self.lock_path = f"{self.meta}/lock"
+        self.log = log
+
+    # -- paths ---------------------------------------------------------------------------
+    def staging_dir(self, instant_id):
+        return f"{self.meta}/staging/{instant_id}"
+
+    def aside_dir(self, instant_id):
+        return f"{self.meta}/replaced/{instant_id}"
+
+    def final_path(self, rel_path):
+        return f"{self.location}/{rel_path}"
+
+    # -- lock ----------------------------------------------------------------------------
+    def acquire_lock(self, operation):
+        holder = {"host": socket.gethostname(), "pid": os.getpid(), "operation": operation,
+                  "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        for _attempt in range(2):
+            try:
+                self.fs.write_bytes(self.lock_path, json.dumps(holder).encode(), overwrite=False)
+                _HELD_LOCKS.add(self.lock_path)
+                return
+            except Exception as exc:  # the Hadoop FS raises FileAlreadyExistsException via py4j
+                if not self.fs.exists(self.lock_path):
+                    raise
+                current = self._read_lock()
+                if not self._lock_is_stale(current):
+                    raise LockError(
+                        f"table {self.location} is being written by another writer "
+                        f"(host {current.get('host')}, pid {current.get('pid')}, "
+                        f"{current.get('operation')} since {current.get('since')}); "
+                        f"try again when it has finished") from exc
+                self.log(f"recovering stale writer lock of pid {current.get('pid')} "
+                         f"on {current.get('host')}")
+                self.fs.delete(self.lock_path, recursive=False)
+        raise LockError(f"could not take the writer lock of {self.location}")
+
+    def _read_lock(self):
+        try:
+            return json.loads(self.fs.read_bytes(self.lock_path).decode() or "{}")
+        except (ValueError, OSError):
+            return {}
+
+    def _lock_is_stale(self, holder):
+        """Stale when its holder is gone: a dead pid on this host, or this process without
+        a live hold (a crash inside this process). Locks from other hosts are never guessed."""
+        if not holder:
+            return True
+        if holder.get("host") != socket.gethostname():
+            return False
+        pid = holder.get("pid")
+        if pid == os.getpid():
+            return self.lock_path not in _HELD_LOCKS
+        return not _pid_alive(int(pid))
+
+    def release_lock(self):
+        _HELD_LOCKS.discard(self.lock_path)
+        self.fs.delete(self.lock_path, recursive=False)
+
+    # -- recovery ------------------------------------------------------------------------
+    def recover(self):
+        """Roll back every unfinished instant; returns the instants rolled back."""
+        rolled = []
+        completed_ids = set()
+        for instant in self.timeline.instants():
+            if instant.state == "completed":
+                completed_ids.add(instant.instant)
+                continue
+            self.log(f"rolling back unfinished {instant.action} {instant.instant} "
+                     f"({instant.operation}, {instant.state})")
+            self._undo_files(instant)
+            self.fs.delete(self.staging_dir(instant.instant))
+            self.fs.delete(self.aside_dir(instant.instant))
+            for state in ("inflight", "requested"):
+                self.fs.delete(f"{self.timeline.dir}/{instant.instant}.{instant.action}.{state}",
+                               recursive=False)
+            rolled.append(instant)
+        # Staging left behind by a completed instant (crash during cleanup) is garbage.
+        for st in self.fs.list_dir(f"{self.meta}/staging"):
+            self.fs.delete(st.path)
+        return rolled
+
+    def _undo_files(self, instant):
+        for entry in instant.added:
+            final = self.final_path(entry.path)
+            if self.fs.exists(final) and not self.fs.exists(entry.moved_path):
+                self.fs.delete(final, recursive=False)
+        for entry in instant.removed:
+            final = self.final_path(entry.path)
+            if self.fs.exists(entry.moved_path) and not self.fs.exists(final):
+                self.fs.rename(entry.moved_path, final)
+
+    # -- the write steps -----------------------------------------------------------------
+    def request(self, operation, partition_columns, action="commit", extra=None):
+        instant = Instant(instant=self._unique_instant_id(), action=action, state="requested",
+                          operation=operation, partition_columns=tuple(partition_columns),
+                          extra=dict(extra or {}))
+        self.timeline.write(instant)
+        fault_point("requested")
+        return instant
+
+    def _unique_instant_id(self):
+        existing = {i.instant for i in self.timeline.instants()}
+        ident = new_instant_id()
+        while ident in existing:
+            time.sleep(0.002)
+            ident = new_instant_id()
+        return ident
+
+    def mark_inflight(self, instant, added, removed):
+        """added: FileEntry with moved_path = staged path; removed: FileEntry of table files."""
+        aside = self.aside_dir(instant.instant)
+        removed = tuple(replace(f, moved_path=f"{aside}/{f.path}") for f in removed)
+        inflight = instant.with_state(
+            "inflight", added=tuple(added), removed=removed,
+            rows_written=sum(max(f.rows, 0) for f in added),
+            bytes_written=sum(f.bytes for f in added))
+        self.timeline.write(inflight)
+        fault_point("inflight")
+        return inflight
+
+    def publish(self, inflight):
+        for entry in inflight.removed:
+            self.fs.rename(self.final_path(entry.path), entry.moved_path)
+            fault_point("publish")
+        for entry in inflight.added:
+            self.fs.rename(entry.moved_path, self.final_path(entry.path))
+            fault_point("publish")
+        self._drop_empty_partition_dirs(inflight.removed)
+        fault_point("published")
+
+    def _drop_empty_partition_dirs(self, removed):
+        dirs = {f.partition for f in removed if f.partition}
+        for part in sorted(dirs, key=len, reverse=True):
+            path = self.final_path(part)
+            if self.fs.exists(path) and not self.fs.list_dir(path):
+                self.fs.delete(path, recursive=False)
+
+    def complete(self, inflight, extra=None):
+        done = inflight.with_state("completed", extra={**inflight.extra, **(extra or {})})
+        self.timeline.write(done)
+        fault_point("completed")
+        return done
+
+    def cleanup(self, done):
+        """Drop staging, and set-aside files of every commit but this one (kept for rollback)."""
+        self.fs.delete(self.staging_dir(done.instant))
+        for st in self.fs.list_dir(f"{self.meta}/replaced"):
+            if st.name != done.instant:
+                self.fs.delete(st.path)
+        fault_point("cleanup")
+
+    def abort(self, instant):
+        """Undo an instant this process started and that failed with an ordinary error."""
+        try:
+            latest = {i.instant: i for i in self.timeline.instants()}.get(instant.instant, instant)
+            if latest.state != "completed":
+                self._undo_files(latest)
+                self.fs.delete(self.staging_dir(instant.instant))
+                self.fs.delete(self.aside_dir(instant.instant))
+                for state in ("inflight", "requested"):
+                    self.fs.delete(f"{self.timeline.dir}/{instant.instant}.{instant.action}.{state}",
+                                   recursive=False)
+        except Exception as exc:  # leave it to the next run's recovery
+            self.log(f"could not roll back {instant.instant} now ({exc}); the next run will")
+
+
+def file_entry(partition, rel_path, rows, size, staged_path="", file_group=""):
+    return FileEntry(partition=partition, path=rel_path, rows=rows, bytes=size,
+                     file_group=file_group or os.path.basename(rel_path), moved_path=staged_path)

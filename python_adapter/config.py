@@ -1,0 +1,174 @@
+"""The model config contract of `sized_incremental`, validated before anything is written.
+
+Pure: takes the raw config dict dbt hands over, returns a frozen `SizedConfig`, or raises
+`ConfigError` naming the key and the bad value.
+"""
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+from python_adapter.sizes import parse_size
+
+STRATEGIES = ("upsert", "insert", "insert_overwrite")
+DISTRIBUTIONS = ("range", "exact", "hash", "none")
+CLUSTER_STRATEGIES = ("linear", "zorder", "hilbert")
+ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
+FILE_FORMATS = ("parquet",)
+DEFAULT_TARGET = "128MB"
+# Hudi's defaults put the small-file limit at ~78% of the max file size (100MB of 128MB);
+# keep that ratio when only the target is set, so setting one key never makes an invalid pair.
+SMALL_FILE_RATIO = 100 / 128
+
+
+class ConfigError(ValueError):
+    """A config value of a sized_incremental model is invalid."""
+
+
+@dataclass(frozen=True)
+class SizedConfig:
+    partition_by: Tuple[str, ...] = ()
+    unique_key: Tuple[str, ...] = ()
+    incremental_strategy: str = "insert"
+    target_file_size: int = parse_size(DEFAULT_TARGET)
+    small_file_limit: int = int(parse_size(DEFAULT_TARGET) * SMALL_FILE_RATIO)
+    insert_split_size: Optional[int] = None
+    file_count: Optional[int] = None
+    bytes_per_row: Optional[float] = None
+    distribution: str = "range"
+    cluster_by: Tuple[str, ...] = ()
+    cluster_strategy: str = "linear"
+    cluster_every_n_commits: int = 0
+    delete_column: Optional[str] = None
+    precombine_column: Optional[str] = None
+    on_schema_change: str = "ignore"
+    file_format: str = "parquet"
+    extra: dict = field(default_factory=dict, compare=False)
+
+
+def _column_list(key, value):
+    if value is None or value == "" or value == []:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    raise ConfigError(f"{key}: expected a column name or a list of column names, got {value!r}")
+
+
+def _choice(key, value, allowed, default):
+    if value is None:
+        return default
+    if not isinstance(value, str) or value.lower() not in allowed:
+        raise ConfigError(f"{key}: unknown value {value!r}; expected one of {', '.join(allowed)}")
+    return value.lower()
+
+
+def _size(key, value, default=None):
+    if value is None:
+        return default
+    try:
+        return parse_size(value, key)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _positive_int(key, value, allow_zero=False):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        else:
+            raise ConfigError(f"{key}: expected a whole number, got {value!r}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ConfigError(f"{key}: must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+    return value
+
+
+def _optional_name(key, value):
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"{key}: expected a column name, got {value!r}")
+    return value
+
+
+def parse_config(raw):
+    """Validate the raw model config (a dict) into a SizedConfig."""
+    raw = {k: v for k, v in dict(raw or {}).items()}
+    unique_key = _column_list("unique_key", raw.get("unique_key"))
+    default_strategy = "upsert" if unique_key else "insert"
+    strategy = _choice("incremental_strategy", raw.get("incremental_strategy"), STRATEGIES,
+                       default_strategy)
+    if strategy == "upsert" and not unique_key:
+        raise ConfigError("unique_key: incremental_strategy 'upsert' needs a unique_key, got none")
+
+    target = _size("target_file_size", raw.get("target_file_size"), parse_size(DEFAULT_TARGET))
+    if target <= 0:
+        raise ConfigError(f"target_file_size: must be > 0, got {raw.get('target_file_size')!r}")
+    small = _size("small_file_limit", raw.get("small_file_limit"), int(target * SMALL_FILE_RATIO))
+    if small > target:
+        raise ConfigError(
+            f"small_file_limit: {raw.get('small_file_limit')!r} is larger than "
+            f"target_file_size {raw.get('target_file_size', DEFAULT_TARGET)!r}; "
+            f"files below small_file_limit are filled up to target_file_size"
+        )
+    bytes_per_row = raw.get("bytes_per_row")
+    if bytes_per_row is not None:
+        if isinstance(bytes_per_row, (int, float)) and not isinstance(bytes_per_row, bool):
+            bytes_per_row = float(bytes_per_row)
+        else:
+            bytes_per_row = float(_size("bytes_per_row", bytes_per_row))
+        if not bytes_per_row > 0:
+            raise ConfigError(f"bytes_per_row: must be > 0, got {raw.get('bytes_per_row')!r}")
+
+    file_format = _choice("file_format", raw.get("file_format"), FILE_FORMATS, "parquet")
+    cluster_every = _positive_int("cluster_every_n_commits", raw.get("cluster_every_n_commits"),
+                                  allow_zero=True) or 0
+    cluster_by = _column_list("cluster_by", raw.get("cluster_by"))
+    if cluster_every and not cluster_by:
+        raise ConfigError("cluster_by: cluster_every_n_commits is set but cluster_by names no columns")
+
+    return SizedConfig(
+        partition_by=_column_list("partition_by", raw.get("partition_by")),
+        unique_key=unique_key,
+        incremental_strategy=strategy,
+        target_file_size=target,
+        small_file_limit=small,
+        insert_split_size=_positive_int("insert_split_size", raw.get("insert_split_size")),
+        file_count=_positive_int("file_count", raw.get("file_count")),
+        bytes_per_row=bytes_per_row,
+        distribution=_choice("distribution", raw.get("distribution"), DISTRIBUTIONS, "range"),
+        cluster_by=cluster_by,
+        cluster_strategy=_choice("cluster_strategy", raw.get("cluster_strategy"),
+                                 CLUSTER_STRATEGIES, "linear"),
+        cluster_every_n_commits=cluster_every,
+        delete_column=_optional_name("delete_column", raw.get("delete_column")),
+        precombine_column=_optional_name("precombine_column", raw.get("precombine_column")),
+        on_schema_change=_choice("on_schema_change", raw.get("on_schema_change"),
+                                 ON_SCHEMA_CHANGE, "ignore"),
+        file_format=file_format,
+    )
+
+
+def check_columns(config, columns):
+    """Every column the config names must exist in the model; raise naming the key if not."""
+    present = {c.lower() for c in columns}
+    named = [
+        ("partition_by", config.partition_by),
+        ("unique_key", config.unique_key),
+        ("cluster_by", config.cluster_by),
+        ("delete_column", (config.delete_column,) if config.delete_column else ()),
+        ("precombine_column", (config.precombine_column,) if config.precombine_column else ()),
+    ]
+    for key, cols in named:
+        missing = [c for c in cols if c.lower() not in present]
+        if missing:
+            raise ConfigError(
+                f"{key}: column(s) {', '.join(missing)} not found in the model; "
+                f"its columns are {', '.join(columns)}"
+            )
+    if config.partition_by and len(config.partition_by) >= len(columns):
+        raise ConfigError(
+            f"partition_by: {list(config.partition_by)} leaves no data column; "
+            f"a Parquet table needs at least one column outside its partitions"
+        )

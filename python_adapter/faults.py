@@ -1,0 +1,33 @@
+"""Fault injection for the crash-safety tests.
+
+`SIZED_SPARK_FAULT=<point>[:<n>]` makes the n-th (default 1st) arrival at that point crash:
+with `SIZED_SPARK_FAULT_MODE=exit` the process dies on the spot (os._exit, like kill -9);
+otherwise an InjectedCrash is raised, which the writer does not clean up after (it derives
+from BaseException so no `except Exception` treats it as an ordinary failure).
+"""
+import os
+
+_hits = {}
+
+
+class InjectedCrash(BaseException):
+    pass
+
+
+def fault_point(name):
+    spec = os.environ.get("SIZED_SPARK_FAULT")
+    if not spec:
+        return
+    point, _, nth = spec.partition(":")
+    if point != name:
+        return
+    _hits[name] = _hits.get(name, 0) + 1
+    if _hits[name] != int(nth or 1):
+        return
+    if os.environ.get("SIZED_SPARK_FAULT_MODE") == "exit":
+        os._exit(137)
+    raise InjectedCrash(f"injected crash at {name}")
+
+
+def reset():
+    _hits.clear()

@@ -1,0 +1,92 @@
+"""File-layout statistics of a table: pure functions over a list of files."""
+import statistics
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from python_adapter.sizes import format_size, parse_size
+
+LAYOUT_COLUMNS = ["partition", "files", "rows", "bytes", "min_file", "median_file", "max_file",
+                  "small_files", "size"]
+
+
+@dataclass(frozen=True)
+class LayoutFile:
+    partition: str      # 'event_date=2024-01-01', '' when unpartitioned
+    path: str           # relative to the table location
+    bytes: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    files: Tuple[LayoutFile, ...]
+    target_file_size: Optional[int] = None   # from the table's last commit, when known
+    small_file_limit: Optional[int] = None
+
+
+def size_stats(sizes):
+    """min / median / max / coefficient of variation of a list of file sizes."""
+    if not sizes:
+        return {"files": 0, "min": 0, "median": 0, "max": 0, "cv": 0.0}
+    mean = statistics.fmean(sizes)
+    cv = statistics.pstdev(sizes) / mean if mean else 0.0
+    return {"files": len(sizes), "min": min(sizes), "median": statistics.median(sizes),
+            "max": max(sizes), "cv": cv}
+
+
+def _limits(layout, small_file_limit, target_file_size):
+    target = parse_size(target_file_size, "target_file_size") if target_file_size is not None \
+        else layout.target_file_size
+    small = parse_size(small_file_limit, "small_file_limit") if small_file_limit is not None \
+        else layout.small_file_limit
+    return small, target
+
+
+def by_partition(layout):
+    parts = {}
+    for f in layout.files:
+        parts.setdefault(f.partition, []).append(f)
+    return dict(sorted(parts.items()))
+
+
+def layout_rows(layout, small_file_limit=None, target_file_size=None):
+    """One row per partition: LAYOUT_COLUMNS, sizes as bytes plus a human 'size' column."""
+    small, _target = _limits(layout, small_file_limit, target_file_size)
+    rows = []
+    for part, files in by_partition(layout).items():
+        sizes = [f.bytes for f in files]
+        st = size_stats(sizes)
+        rows.append([
+            part or "(unpartitioned)", st["files"], sum(max(f.rows, 0) for f in files),
+            sum(sizes), st["min"], int(st["median"]), st["max"],
+            sum(1 for s in sizes if small is not None and s < small),
+            f"{format_size(sum(sizes))} in {st['files']} files "
+            f"({format_size(st['min'])} .. {format_size(st['max'])})",
+        ])
+    return rows
+
+
+def layout_problems(layout, max_small_files_per_partition=None, max_file_size_ratio=None,
+                    small_file_limit=None, target_file_size=None):
+    """[[partition, problem]] for every partition whose files drift from their target."""
+    small, target = _limits(layout, small_file_limit, target_file_size)
+    problems = []
+    for part, files in by_partition(layout).items():
+        label = part or "(unpartitioned)"
+        if max_small_files_per_partition is not None:
+            if small is None:
+                raise ValueError("sized_file_layout: no small_file_limit known for this table; "
+                                 "pass small_file_limit to the test")
+            n_small = sum(1 for f in files if f.bytes < small)
+            if n_small > int(max_small_files_per_partition):
+                problems.append([label, f"{n_small} files below {format_size(small)} "
+                                        f"(allowed {max_small_files_per_partition})"])
+        if max_file_size_ratio is not None:
+            if target is None:
+                raise ValueError("sized_file_layout: no target_file_size known for this table; "
+                                 "pass target_file_size to the test")
+            biggest = max(f.bytes for f in files)
+            if biggest > float(max_file_size_ratio) * target:
+                problems.append([label, f"largest file {format_size(biggest)} is above "
+                                        f"{max_file_size_ratio} x target {format_size(target)}"])
+    return problems

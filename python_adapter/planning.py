@@ -1,0 +1,58 @@
+"""Algorithm 1 (file counts per hPartition) and the file-id layout of `exact`. Pure."""
+import math
+
+
+def files_for_rows(rows, bytes_per_row, target_file_size):
+    """files(p) = max(1, ceil(rows * bytes_per_row / target))."""
+    if rows <= 0:
+        return 0
+    return max(1, math.ceil(rows * bytes_per_row / target_file_size))
+
+
+def plan_file_counts(rows_by_partition, bytes_per_row, target_file_size):
+    """{partition key: rows} -> {partition key: files}."""
+    return {key: files_for_rows(rows, bytes_per_row, target_file_size)
+            for key, rows in rows_by_partition.items()}
+
+
+def apportion_files(rows_by_partition, total_files):
+    """Split a static total file count over partitions in proportion to their rows.
+
+    Every non-empty partition gets at least one file (a partition cannot be written with
+    zero), the rest by largest remainder; the sum is max(total_files, non-empty partitions).
+    """
+    keys = [k for k, r in rows_by_partition.items() if r > 0]
+    if not keys:
+        return {}
+    total_rows = sum(rows_by_partition[k] for k in keys)
+    spare = max(0, total_files - len(keys))
+    shares = {k: spare * rows_by_partition[k] / total_rows for k in keys}
+    counts = {k: 1 + int(shares[k]) for k in keys}
+    left = spare - sum(int(s) for s in shares.values())
+    for k in sorted(keys, key=lambda k: (shares[k] - int(shares[k])), reverse=True)[:left]:
+        counts[k] += 1
+    return counts
+
+
+def file_id_ranges(files_by_partition):
+    """Give each partition a run of consecutive file ids: [(key, first_id, count)].
+
+    Ordered by key (None sorts first) so the same input gives the same layout.
+    """
+    out = []
+    next_id = 0
+    for key in sorted(files_by_partition, key=_sort_key):
+        count = files_by_partition[key]
+        out.append((key, next_id, count))
+        next_id += count
+    return out
+
+
+def _sort_key(key):
+    parts = key if isinstance(key, tuple) else (key,)
+    return tuple((v is None, str(v)) for v in parts)
+
+
+def ideal_file_count(bytes_by_partition, target_file_size):
+    """The benchmark's ideal: sum over partitions of ceil(bytes / target)."""
+    return sum(max(1, math.ceil(b / target_file_size)) for b in bytes_by_partition.values() if b > 0)

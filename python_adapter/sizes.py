@@ -1,0 +1,63 @@
+"""Human byte sizes: parse '128MB' / '1GiB' / 1048576 and format bytes back."""
+import math
+import re
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1000, "kb": 1000, "kib": 1024,
+    "m": 1000**2, "mb": 1000**2, "mib": 1024**2,
+    "g": 1000**3, "gb": 1000**3, "gib": 1024**3,
+    "t": 1000**4, "tb": 1000**4, "tib": 1024**4,
+}
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(value, key="size"):
+    """Bytes from an int or a string such as '128MB', '1GiB', '512 kb'.
+
+    MB is decimal (1000**2) and MiB binary (1024**2), as on disk tools; `key` names the
+    config key in the error so users can find the bad value.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{key}: expected a size such as '128MB' or a number of bytes, got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{key}: size must not be negative, got {value!r}")
+        return value
+    if isinstance(value, float):
+        if value < 0 or math.isnan(value) or math.isinf(value):
+            raise ValueError(f"{key}: size must be a finite non-negative number, got {value!r}")
+        return int(value)
+    if isinstance(value, str):
+        match = _SIZE_RE.match(value)
+        if match:
+            number, unit = match.groups()
+            factor = _UNITS.get(unit.lower())
+            if factor is not None:
+                return int(float(number) * factor)
+    raise ValueError(
+        f"{key}: cannot read {value!r} as a size; use bytes or a number with a unit "
+        f"(B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. '128MB'"
+    )
+
+
+def format_size(num_bytes):
+    """'1.5 MiB' style, binary units, for logs and reports."""
+    if num_bytes is None:
+        return "-"
+    value = float(num_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def format_duration(seconds):
+    """'850ms', '12.3s', '4m05s' for progress logs."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes}m{secs:02d}s"

@@ -1,0 +1,178 @@
+"""The table's timeline: one Avro file (fastavro) per instant and state under
+`<table location>/.sized/timeline/`.
+
+File names follow Hudi: `<instant>.<action>.requested`, `<instant>.<action>.inflight`, and
+`<instant>.<action>` once completed. An instant is a UTC timestamp to the millisecond
+(`20261122103000123`). Schema changes bump SCHEMA_VERSION; readers refuse newer versions.
+"""
+import io
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import List, Optional, Tuple
+
+import fastavro
+
+SCHEMA_VERSION = 1
+STATES = ("requested", "inflight", "completed")
+ACTIONS = ("commit", "replacecommit", "rollback")
+
+_FILE_SCHEMA = {
+    "type": "record", "name": "FileEntry", "fields": [
+        {"name": "partition", "type": "string"},        # 'a=1/b=x', '' when unpartitioned
+        {"name": "path", "type": "string"},             # relative to the table location
+        {"name": "rows", "type": "long"},               # -1 when unknown
+        {"name": "bytes", "type": "long"},
+        {"name": "file_group", "type": "string"},
+        {"name": "moved_path", "type": "string"},       # staged (adds) / set aside (removes)
+    ],
+}
+INSTANT_SCHEMA = fastavro.parse_schema({
+    "type": "record", "name": "SizedInstant", "namespace": "dbt_sized_spark.timeline",
+    "fields": [
+        {"name": "schema_version", "type": "int"},
+        {"name": "instant", "type": "string"},
+        {"name": "action", "type": "string"},
+        {"name": "state", "type": "string"},
+        {"name": "operation", "type": "string"},
+        {"name": "created_at_ms", "type": "long"},
+        {"name": "partition_columns", "type": {"type": "array", "items": "string"}},
+        {"name": "added", "type": {"type": "array", "items": _FILE_SCHEMA}},
+        {"name": "removed", "type": {"type": "array", "items": "FileEntry"}},
+        {"name": "rows_written", "type": "long"},
+        {"name": "bytes_written", "type": "long"},
+        {"name": "extra", "type": {"type": "map", "values": "string"}},
+    ],
+})
+
+
+class TimelineError(RuntimeError):
+    """The timeline cannot be read; never silently rewritten."""
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    partition: str
+    path: str
+    rows: int
+    bytes: int
+    file_group: str = ""
+    moved_path: str = ""
+
+
+@dataclass(frozen=True)
+class Instant:
+    instant: str
+    action: str
+    state: str
+    operation: str
+    created_at_ms: int = 0
+    partition_columns: Tuple[str, ...] = ()
+    added: Tuple[FileEntry, ...] = ()
+    removed: Tuple[FileEntry, ...] = ()
+    rows_written: int = 0
+    bytes_written: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def file_name(self):
+        base = f"{self.instant}.{self.action}"
+        return base if self.state == "completed" else f"{base}.{self.state}"
+
+    def with_state(self, state, **changes):
+        return replace(self, state=state, **changes)
+
+
+def new_instant_id(now=None):
+    now = now or datetime.now(timezone.utc)
+    return now.strftime("%Y%m%d%H%M%S") + f"{now.microsecond // 1000:03d}"
+
+
+def encode(instant):
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "instant": instant.instant, "action": instant.action, "state": instant.state,
+        "operation": instant.operation,
+        "created_at_ms": instant.created_at_ms or int(time.time() * 1000),
+        "partition_columns": list(instant.partition_columns),
+        "added": [vars(f) for f in instant.added],
+        "removed": [vars(f) for f in instant.removed],
+        "rows_written": instant.rows_written, "bytes_written": instant.bytes_written,
+        "extra": {str(k): str(v) for k, v in instant.extra.items()},
+    }
+    buf = io.BytesIO()
+    fastavro.writer(buf, INSTANT_SCHEMA, [record])
+    return buf.getvalue()
+
+
+def decode(data, name="<instant>"):
+    try:
+        records = list(fastavro.reader(io.BytesIO(data)))
+    except Exception as exc:  # fastavro raises several types for truncated/corrupt input
+        raise TimelineError(f"timeline file {name} is corrupt or unreadable: {exc}") from exc
+    if len(records) != 1:
+        raise TimelineError(f"timeline file {name} holds {len(records)} records, expected 1")
+    rec = records[0]
+    if rec.get("schema_version", 0) > SCHEMA_VERSION:
+        raise TimelineError(
+            f"timeline file {name} has schema version {rec['schema_version']}, this dbt-sized-spark "
+            f"reads up to {SCHEMA_VERSION}: upgrade the adapter")
+    return Instant(
+        instant=rec["instant"], action=rec["action"], state=rec["state"],
+        operation=rec["operation"], created_at_ms=rec["created_at_ms"],
+        partition_columns=tuple(rec["partition_columns"]),
+        added=tuple(FileEntry(**f) for f in rec["added"]),
+        removed=tuple(FileEntry(**f) for f in rec["removed"]),
+        rows_written=rec["rows_written"], bytes_written=rec["bytes_written"],
+        extra=dict(rec["extra"]),
+    )
+
+
+def parse_file_name(name):
+    """'<id>.<action>[.<state>]' -> (id, action, state) or None for other files."""
+    parts = name.split(".")
+    if len(parts) == 2 and parts[1] in ACTIONS:
+        return parts[0], parts[1], "completed"
+    if len(parts) == 3 and parts[1] in ACTIONS and parts[2] in ("requested", "inflight"):
+        return parts[0], parts[1], parts[2]
+    return None
+
+
+class Timeline:
+    """Reads and writes the instants of one table through a HadoopFS."""
+
+    def __init__(self, fs, table_location):
+        self.fs = fs
+        self.location = table_location.rstrip("/")
+        self.meta_dir = f"{self.location}/.sized"
+        self.dir = f"{self.meta_dir}/timeline"
+
+    def write(self, instant):
+        self.fs.write_bytes(f"{self.dir}/{instant.file_name}", encode(instant), overwrite=True)
+        return instant
+
+    def delete(self, instant):
+        self.fs.delete(f"{self.dir}/{instant.file_name}", recursive=False)
+
+    def read(self, file_name):
+        return decode(self.fs.read_bytes(f"{self.dir}/{file_name}"), file_name)
+
+    def instants(self):
+        """Every instant at its latest state, oldest first: [Instant]."""
+        latest = {}
+        order = {"requested": 0, "inflight": 1, "completed": 2}
+        for st in self.fs.list_dir(self.dir):
+            parsed = parse_file_name(st.name)
+            if parsed is None:
+                continue
+            ident, action, state = parsed
+            seen = latest.get(ident)
+            if seen is None or order[state] > order[seen[1]]:
+                latest[ident] = (st.name, state)
+        return [self.read(name) for ident, (name, _) in sorted(latest.items())]
+
+    def completed(self, actions=ACTIONS):
+        return [i for i in self.instants() if i.state == "completed" and i.action in actions]
+
+    def pending(self):
+        return [i for i in self.instants() if i.state != "completed"]

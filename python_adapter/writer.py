@@ -1,0 +1,300 @@
+"""Sized writes of a model's result: full builds and insert_overwrite, through the commit
+protocol. Orchestration only: planning is in planning/config, routing in distribution,
+file and timeline work in fs/commit.
+"""
+import os
+import time
+from dataclasses import asdict, dataclass
+
+from pyspark import StorageLevel
+from pyspark.sql import functions as F
+
+from python_adapter.catalog import (TableRef, create_table, describe_table, drop_table,
+                                    sync_partitions, table_location)
+from python_adapter.commit import CommitProtocol, file_entry
+from python_adapter.config import ConfigError, check_columns
+from python_adapter.distribution import distribute
+from python_adapter.fs import HadoopFS
+from python_adapter.layout import Layout, LayoutFile
+from python_adapter.measure import measure_bytes_per_row
+from python_adapter.planning import apportion_files, plan_file_counts
+from python_adapter.sizes import format_duration, format_size
+from python_adapter.timeline import Timeline
+
+__all__ = ["TableRef", "WriteError", "WriteResult", "write_model", "write_dataframe", "read_layout"]
+
+
+class WriteError(RuntimeError):
+    """A sized write cannot go ahead; the table is left as it was."""
+
+
+@dataclass
+class WriteResult:
+    operation: str
+    instant: str
+    partitions: int
+    files_planned: int
+    files_written: int
+    files_removed: int
+    rows: int
+    bytes: int
+    bytes_per_row: float
+    seconds: float
+
+    @property
+    def message(self):
+        return (f"{self.operation}: {self.files_written} files, {format_size(self.bytes)}, "
+                f"{self.rows} rows in {self.partitions} partitions")
+
+    def as_dict(self):
+        return {**asdict(self), "message": self.message}
+
+
+class _Progress:
+    """Logs each phase with the time since the write started."""
+
+    def __init__(self, log, name):
+        self.log, self.name, self.start = log, name, time.monotonic()
+
+    def __call__(self, text):
+        self.log(f"[{self.name}] {text} ({format_duration(time.monotonic() - self.start)})")
+
+    @property
+    def elapsed(self):
+        return time.monotonic() - self.start
+
+
+def write_model(spark, sql, table, cfg, full_refresh=False, log=print):
+    return write_dataframe(spark, spark.sql(sql), table, cfg, full_refresh=full_refresh, log=log)
+
+
+def _resolve_names(cfg_cols, df_cols):
+    lookup = {c.lower(): c for c in df_cols}
+    return tuple(lookup[c.lower()] for c in cfg_cols)
+
+
+def write_dataframe(spark, df, table, cfg, full_refresh=False, log=print):
+    """Write df into `table` as cfg says; returns a WriteResult."""
+    check_columns(cfg, df.columns)
+    pcols = _resolve_names(cfg.partition_by, df.columns)
+    existing = describe_table(spark, table)
+    if existing is not None and existing.table_type == "VIEW":
+        drop_table_or_view(spark, table)
+        existing = None
+    operation = "full_refresh" if full_refresh or existing is None else cfg.incremental_strategy
+    if operation in ("upsert", "insert"):
+        raise WriteError(f"incremental_strategy {operation!r} is not supported yet by this "
+                         f"version; use insert_overwrite or a full refresh")
+    progress = _Progress(log, f"{table.schema}.{table.identifier}")
+
+    if existing is not None:
+        same_partitions = [c.lower() for c in existing.partition_columns] == [c.lower() for c in pcols]
+        if operation == "full_refresh":
+            if not same_partitions or existing.provider != "parquet" or \
+                    sorted(c.lower() for c in existing.column_names) != sorted(c.lower() for c in df.columns):
+                progress(f"table layout changed: recreating {table.quoted}")
+                drop_table(spark, table)
+                existing = None
+        else:
+            if not same_partitions:
+                raise ConfigError(
+                    f"partition_by: the table is partitioned by {list(existing.partition_columns)}, "
+                    f"the model by {list(pcols)}; run with --full-refresh to change it")
+            df = _align_to_table(df, existing, cfg)
+    if existing is None:
+        _create(spark, HadoopFS(spark), table, df.schema, pcols)
+        existing = describe_table(spark, table)
+
+    fs = HadoopFS(spark)
+    location = fs.qualify(existing.location)
+    # Data columns in table order, partition columns last, as the table stores them.
+    pset = {c.lower() for c in pcols}
+    data_cols = [c for c in existing.column_names if c.lower() not in pset]
+    df = df.select(*data_cols, *pcols)
+
+    proto = CommitProtocol(fs, location, log=progress)
+    proto.acquire_lock(operation)
+    try:
+        if proto.recover():
+            sync_partitions(spark, table, bool(pcols))
+        result = _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation,
+                               progress)
+    except Exception:
+        proto.release_lock()
+        raise
+    proto.release_lock()
+    return result
+
+
+def drop_table_or_view(spark, table):
+    spark.sql(f"DROP VIEW IF EXISTS {table.quoted}")
+
+
+def _create(spark, fs, table, schema, pcols):
+    location = table_location(spark, table)
+    if not table.location_root and fs.exists(location):
+        leftovers = fs.list_files(location)
+        if leftovers:
+            raise WriteError(f"cannot create {table.quoted}: its location {location} already "
+                             f"holds {len(leftovers)} files of no table; move them away first")
+        fs.delete(location)  # only our hidden metadata was left behind: start clean
+    create_table(spark, table, schema, pcols)
+
+
+def _align_to_table(df, existing, cfg):
+    """Incremental data must fit the table's columns (on_schema_change 'ignore' / 'fail')."""
+    table_cols = {c.lower() for c in existing.column_names}
+    new_cols = [c for c in df.columns if c.lower() not in table_cols]
+    missing = [c for c in existing.column_names if c.lower() not in {d.lower() for d in df.columns}]
+    if not new_cols and not missing:
+        return df
+    if cfg.on_schema_change == "fail" or missing or cfg.on_schema_change != "ignore":
+        raise ConfigError(
+            f"on_schema_change: the model's columns differ from the table's "
+            f"(new: {new_cols or 'none'}, missing: {missing or 'none'}) and on_schema_change is "
+            f"{cfg.on_schema_change!r}; run with --full-refresh or change the model")
+    return df.drop(*new_cols)
+
+
+def learned_bytes_per_row(timeline):
+    """bytes written / rows written over completed write commits (clustering not counted)."""
+    rows = size = 0
+    for inst in timeline.completed(actions=("commit",)):
+        if inst.rows_written > 0:
+            rows += inst.rows_written
+            size += inst.bytes_written
+    return size / rows if rows else None
+
+
+def _plan(spark, fs, df, cfg, pcols, data_cols, proto, instant, progress):
+    """(files_by_partition or None, total_files, bytes_per_row or None, total_rows or None)."""
+    if cfg.distribution == "none":
+        return None, 0, None, None
+    need_counts = cfg.file_count is None or cfg.distribution in ("exact", "hash")
+    rows_by_partition = None
+    total_rows = None
+    if need_counts:
+        progress("counting rows per partition")
+        if pcols:
+            rows_by_partition = {tuple(r[:-1]): r[-1]
+                                 for r in df.groupBy(*pcols).count().collect()}
+        else:
+            rows_by_partition = {(): df.count()}
+        total_rows = sum(rows_by_partition.values())
+        progress(f"counted {total_rows} rows in {len(rows_by_partition)} partitions")
+    if cfg.file_count is not None:
+        if rows_by_partition is None:
+            return None, cfg.file_count, None, None
+        files = apportion_files(rows_by_partition, cfg.file_count)
+        return files, sum(files.values()), None, total_rows
+    bpr = cfg.bytes_per_row
+    source = "config"
+    if bpr is None:
+        bpr = learned_bytes_per_row(proto.timeline)
+        source = "earlier commits"
+    if bpr is None and total_rows:
+        progress("sampling to measure bytes per row")
+        bpr = measure_bytes_per_row(fs, df, data_cols, total_rows, cfg.target_file_size,
+                                    proto.staging_dir(instant.instant) + "/_sample")
+        source = "sample written to Parquet"
+    if not total_rows:
+        return {}, 0, bpr, 0
+    files = plan_file_counts(rows_by_partition, bpr, cfg.target_file_size)
+    progress(f"bytes per row {bpr:.1f} B (from {source})")
+    return files, sum(files.values()), bpr, total_rows
+
+
+def _staged_entries(spark, fs, staging):
+    """FileEntry per Parquet file written under staging, with its row count from the footers."""
+    staging = fs.qualify(staging)
+    files = [f for f in fs.list_files(staging) if f.name.endswith(".parquet")]
+    if not files:
+        return []
+    counts = {os.path.basename(r[0]): r[1] for r in (
+        spark.read.option("basePath", staging).parquet(staging)
+        .select(F.col("_metadata.file_path").alias("p")).groupBy("p").count().collect())}
+    entries = []
+    for f in files:
+        rel = f.path[len(staging):].lstrip("/")
+        entries.append(file_entry(os.path.dirname(rel), rel, counts.get(f.name, -1), f.size,
+                                  staged_path=f.path))
+    return entries
+
+
+def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation, progress):
+    instant = proto.request(operation, pcols, extra={
+        "target_file_size": cfg.target_file_size, "small_file_limit": cfg.small_file_limit,
+        "distribution": cfg.distribution})
+    cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cfg.distribution != "none" else df
+    try:
+        files, total_files, bpr, total_rows = _plan(spark, fs, cached, cfg, pcols, data_cols,
+                                                    proto, instant, progress)
+        progress(f"plan: {len(files) if files is not None else '?'} partitions, "
+                 f"{total_files or 'Spark-chosen'} files, target {format_size(cfg.target_file_size)}, "
+                 f"distribution {cfg.distribution}")
+        staging = proto.staging_dir(instant.instant) + "/data"
+        if total_rows != 0:
+            progress("writing files to staging")
+            out = distribute(spark, cached, pcols, cfg.distribution, total_files, files)
+            out.write.partitionBy(*pcols).mode("overwrite").parquet(staging)
+        added = _staged_entries(spark, fs, staging)
+        progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}")
+    finally:
+        if cached is not df:
+            cached.unpersist()
+
+    current = _current_files(fs, proto.location)
+    if operation == "full_refresh" or not pcols:
+        removed = current
+    else:
+        touched = {a.partition for a in added}
+        removed = [f for f in current if f.partition in touched]
+    try:
+        inflight = proto.mark_inflight(instant, added, removed)
+        progress(f"publishing {len(added)} files, replacing {len(removed)}")
+        proto.publish(inflight)
+        sync_partitions(spark, table, bool(pcols))
+        done = proto.complete(inflight, extra={"bytes_per_row": f"{bpr or 0:.3f}"})
+    except Exception:
+        proto.abort(instant)
+        sync_partitions(spark, table, bool(pcols))
+        raise
+    proto.cleanup(done)
+    result = WriteResult(
+        operation=operation, instant=done.instant,
+        partitions=len({a.partition for a in added}), files_planned=total_files,
+        files_written=len(added), files_removed=len(removed), rows=done.rows_written,
+        bytes=done.bytes_written, bytes_per_row=bpr or 0.0, seconds=progress.elapsed)
+    progress(f"done: {result.message}, replaced {len(removed)} files")
+    return result
+
+
+def _current_files(fs, location):
+    """FileEntry of every data file of the table now (hidden paths are not data)."""
+    out = []
+    for f in fs.list_files(location):
+        rel = f.path[len(location):].lstrip("/")
+        out.append(file_entry(os.path.dirname(rel), rel, -1, f.size))
+    return out
+
+
+def read_layout(spark, table):
+    """Layout of a table's files, with row counts from the Parquet footers."""
+    info = describe_table(spark, table)
+    if info is None:
+        raise WriteError(f"table {table.quoted} does not exist")
+    fs = HadoopFS(spark)
+    location = fs.qualify(info.location)
+    current = _current_files(fs, location)
+    counts = {}
+    if current:
+        counts = {os.path.basename(r[0]): r[1] for r in (
+            spark.table(f"{table.schema}.{table.identifier}")
+            .select(F.col("_metadata.file_path").alias("p")).groupBy("p").count().collect())}
+    timeline = Timeline(fs, location)
+    last = next((i for i in reversed(timeline.completed(actions=("commit",)))), None)
+    target = int(last.extra["target_file_size"]) if last and "target_file_size" in last.extra else None
+    small = int(last.extra["small_file_limit"]) if last and "small_file_limit" in last.extra else None
+    files = tuple(LayoutFile(partition=f.partition, path=f.path, bytes=f.bytes,
+                             rows=counts.get(os.path.basename(f.path), 0)) for f in current)
+    return Layout(files=files, target_file_size=target, small_file_limit=small)
