@@ -29,7 +29,7 @@ class TableInfo:
 
 def describe_table(spark, table):
     """TableInfo, or None when the table does not exist."""
-    if not spark.catalog.tableExists(table.identifier, table.schema):
+    if not spark.catalog.tableExists(f"{table.schema}.{table.identifier}"):
         return None
     rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table.quoted}").collect()
     info = {}
@@ -37,7 +37,7 @@ def describe_table(spark, table):
         name, value = (row[0] or "").strip(), (row[1] or "").strip()
         if name in ("Location", "Provider", "Type") and name not in info:
             info[name] = value
-    cols = spark.catalog.listColumns(table.identifier, table.schema)
+    cols = spark.catalog.listColumns(f"{table.schema}.{table.identifier}")
     return TableInfo(
         location=info.get("Location", ""),
         columns=tuple((c.name, c.dataType) for c in cols),

@@ -14,15 +14,16 @@ from python_adapter.routing import routing_keys
 SEED = 20261122
 
 
-def distribute(spark, df, partition_by, distribution, total_files, files_by_partition=None):
+def distribute(spark, df, partition_by, distribution, total_files, plans=None):
+    """plans: {partition key tuple: PartitionPlan}; needed by exact, optional otherwise."""
     if distribution == "none" or total_files <= 0:
         return df
     if distribution == "range":
         return _range(df, partition_by, total_files)
     if distribution == "hash":
-        return _hash(df, partition_by, total_files, len(files_by_partition or {1: 1}))
+        return _hash(df, partition_by, total_files, len(plans or {1: 1}))
     if distribution == "exact":
-        return _exact(spark, df, partition_by, files_by_partition)
+        return _exact(spark, df, partition_by, plans)
     raise ValueError(f"distribution: unknown value {distribution!r}")
 
 
@@ -44,11 +45,12 @@ def _hash(df, partition_by, total_files, num_partitions):
               .drop("__sized_salt"))
 
 
-def _exact(spark, df, partition_by, files_by_partition):
-    """Each row gets a file id from its partition's run of ids; file id i goes to task i by a
-    routing key whose Spark hash lands on i (no collisions, no sampling)."""
-    ranges = file_id_ranges(files_by_partition)
-    total = sum(count for _, _, count in ranges)
+def _exact(spark, df, partition_by, plans):
+    """Each row gets a file id from its partition's run of ids (files filled to rows_per_file,
+    the last taking the remainder); file id i goes to task i by a routing key whose Spark
+    hash lands on i (no collisions, no sampling)."""
+    ranges = file_id_ranges(plans)
+    total = sum(plan.files for _, _, plan in ranges)
     keys = routing_keys(total)
     route_df = spark.createDataFrame(
         list(enumerate(keys)),
@@ -59,8 +61,10 @@ def _exact(spark, df, partition_by, files_by_partition):
         plan_schema = T.StructType(
             [T.StructField(f"__sized_p{i}", f.dataType, True) for i, f in enumerate(fields)]
             + [T.StructField("__sized_first", T.LongType()),
-               T.StructField("__sized_count", T.LongType())])
-        plan_rows = [tuple(key) + (first, count) for key, first, count in ranges]
+               T.StructField("__sized_count", T.LongType()),
+               T.StructField("__sized_span", T.DoubleType())])
+        plan_rows = [tuple(key) + (first, plan.files, plan.rows / plan.rows_per_file)
+                     for key, first, plan in ranges]
         plan_df = spark.createDataFrame(plan_rows, plan_schema)
         cond = None
         for i, c in enumerate(partition_by):
@@ -69,11 +73,15 @@ def _exact(spark, df, partition_by, files_by_partition):
         with_plan = df.join(F.broadcast(plan_df), cond, "left")
         with_plan = with_plan.drop(*[f"__sized_p{i}" for i in range(len(partition_by))])
     else:
+        (_key, _first, plan), = ranges
         with_plan = (df.withColumn("__sized_first", F.lit(0).cast("long"))
-                       .withColumn("__sized_count", F.lit(total).cast("long")))
-    fid = F.col("__sized_first") + F.least(F.floor(F.rand(SEED) * F.col("__sized_count")),
+                       .withColumn("__sized_count", F.lit(total).cast("long"))
+                       .withColumn("__sized_span", F.lit(plan.rows / plan.rows_per_file)))
+    # A row's place in its partition, uniform over [0, rows), divided by rows_per_file.
+    fid = F.col("__sized_first") + F.least(F.floor(F.rand(SEED) * F.col("__sized_span")),
                                            F.col("__sized_count") - 1)
     routed = (with_plan.withColumn("__sized_fid", fid.cast("long"))
                        .join(F.broadcast(route_df), "__sized_fid", "left"))
     return (routed.repartition(total, F.col("__sized_route"))
-                  .drop("__sized_fid", "__sized_route", "__sized_first", "__sized_count"))
+                  .drop("__sized_fid", "__sized_route", "__sized_first", "__sized_count",
+                        "__sized_span"))

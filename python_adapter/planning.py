@@ -1,5 +1,6 @@
 """Algorithm 1 (file counts per hPartition) and the file-id layout of `exact`. Pure."""
 import math
+from dataclasses import dataclass
 
 
 def files_for_rows(rows, bytes_per_row, target_file_size):
@@ -9,10 +10,36 @@ def files_for_rows(rows, bytes_per_row, target_file_size):
     return max(1, math.ceil(rows * bytes_per_row / target_file_size))
 
 
-def plan_file_counts(rows_by_partition, bytes_per_row, target_file_size):
-    """{partition key: rows} -> {partition key: files}."""
-    return {key: files_for_rows(rows, bytes_per_row, target_file_size)
-            for key, rows in rows_by_partition.items()}
+@dataclass(frozen=True)
+class PartitionPlan:
+    rows: int
+    files: int
+    rows_per_file: int   # every file but the last gets this many; the last the remainder
+
+
+def rows_per_file(bytes_per_row, target_file_size, insert_split_size=None):
+    """Rows in one full file: insert_split_size, else as many as fit in the target."""
+    if insert_split_size:
+        return int(insert_split_size)
+    return max(1, int(target_file_size // bytes_per_row))
+
+
+def plan_partitions(rows_by_partition, bytes_per_row, target_file_size, insert_split_size=None):
+    """{partition key: rows} -> {partition key: PartitionPlan}.
+
+    Files are filled to the target and the last takes the remainder, as Hudi sizes new file
+    groups, so a partition has at most one file below the target.
+    """
+    split = rows_per_file(bytes_per_row, target_file_size, insert_split_size)
+    return {key: PartitionPlan(rows, max(1, math.ceil(rows / split)), split)
+            for key, rows in rows_by_partition.items() if rows > 0}
+
+
+def plan_static(rows_by_partition, total_files):
+    """Plans for a static total file count (`file_count`), split by rows."""
+    files = apportion_files(rows_by_partition, total_files)
+    return {key: PartitionPlan(rows_by_partition[key], n, math.ceil(rows_by_partition[key] / n))
+            for key, n in files.items()}
 
 
 def apportion_files(rows_by_partition, total_files):
@@ -34,17 +61,16 @@ def apportion_files(rows_by_partition, total_files):
     return counts
 
 
-def file_id_ranges(files_by_partition):
-    """Give each partition a run of consecutive file ids: [(key, first_id, count)].
+def file_id_ranges(plans):
+    """Give each partition a run of consecutive file ids: [(key, first_id, PartitionPlan)].
 
     Ordered by key (None sorts first) so the same input gives the same layout.
     """
     out = []
     next_id = 0
-    for key in sorted(files_by_partition, key=_sort_key):
-        count = files_by_partition[key]
-        out.append((key, next_id, count))
-        next_id += count
+    for key in sorted(plans, key=_sort_key):
+        out.append((key, next_id, plans[key]))
+        next_id += plans[key].files
     return out
 
 

@@ -4,6 +4,7 @@ file and timeline work in fs/commit.
 """
 import os
 import time
+from urllib.parse import unquote
 from dataclasses import asdict, dataclass
 
 from pyspark import StorageLevel
@@ -17,7 +18,7 @@ from python_adapter.distribution import distribute
 from python_adapter.fs import HadoopFS
 from python_adapter.layout import Layout, LayoutFile
 from python_adapter.measure import measure_bytes_per_row
-from python_adapter.planning import apportion_files, plan_file_counts
+from python_adapter.planning import plan_partitions, plan_static
 from python_adapter.sizes import format_duration, format_size
 from python_adapter.timeline import Timeline
 
@@ -167,7 +168,7 @@ def learned_bytes_per_row(timeline):
 
 
 def _plan(spark, fs, df, cfg, pcols, data_cols, proto, instant, progress):
-    """(files_by_partition or None, total_files, bytes_per_row or None, total_rows or None)."""
+    """(plans or None, total_files, bytes_per_row or None, total_rows or None)."""
     if cfg.distribution == "none":
         return None, 0, None, None
     need_counts = cfg.file_count is None or cfg.distribution in ("exact", "hash")
@@ -185,8 +186,8 @@ def _plan(spark, fs, df, cfg, pcols, data_cols, proto, instant, progress):
     if cfg.file_count is not None:
         if rows_by_partition is None:
             return None, cfg.file_count, None, None
-        files = apportion_files(rows_by_partition, cfg.file_count)
-        return files, sum(files.values()), None, total_rows
+        plans = plan_static(rows_by_partition, cfg.file_count)
+        return plans, sum(p.files for p in plans.values()), None, total_rows
     bpr = cfg.bytes_per_row
     source = "config"
     if bpr is None:
@@ -199,9 +200,9 @@ def _plan(spark, fs, df, cfg, pcols, data_cols, proto, instant, progress):
         source = "sample written to Parquet"
     if not total_rows:
         return {}, 0, bpr, 0
-    files = plan_file_counts(rows_by_partition, bpr, cfg.target_file_size)
+    plans = plan_partitions(rows_by_partition, bpr, cfg.target_file_size, cfg.insert_split_size)
     progress(f"bytes per row {bpr:.1f} B (from {source})")
-    return files, sum(files.values()), bpr, total_rows
+    return plans, sum(p.files for p in plans.values()), bpr, total_rows
 
 
 def _staged_entries(spark, fs, staging):
@@ -210,15 +211,20 @@ def _staged_entries(spark, fs, staging):
     files = [f for f in fs.list_files(staging) if f.name.endswith(".parquet")]
     if not files:
         return []
-    counts = {os.path.basename(r[0]): r[1] for r in (
-        spark.read.option("basePath", staging).parquet(staging)
-        .select(F.col("_metadata.file_path").alias("p")).groupBy("p").count().collect())}
+    counts = rows_per_file(spark.read.option("basePath", staging).parquet(staging))
     entries = []
     for f in files:
         rel = f.path[len(staging):].lstrip("/")
-        entries.append(file_entry(os.path.dirname(rel), rel, counts.get(f.name, -1), f.size,
-                                  staged_path=f.path))
+        entries.append(file_entry(os.path.dirname(rel), rel, counts.get(unquote(f.path), -1),
+                                  f.size, staged_path=f.path))
     return entries
+
+
+def rows_per_file(df):
+    """{unquoted file URI: rows}; reads only Parquet footers (no data column is selected).
+    Task file names repeat across partition directories, so the key is the whole path."""
+    return {unquote(r[0]): r[1] for r in
+            df.select(F.col("_metadata.file_path").alias("p")).groupBy("p").count().collect()}
 
 
 def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation, progress):
@@ -286,15 +292,11 @@ def read_layout(spark, table):
     fs = HadoopFS(spark)
     location = fs.qualify(info.location)
     current = _current_files(fs, location)
-    counts = {}
-    if current:
-        counts = {os.path.basename(r[0]): r[1] for r in (
-            spark.table(f"{table.schema}.{table.identifier}")
-            .select(F.col("_metadata.file_path").alias("p")).groupBy("p").count().collect())}
+    counts = rows_per_file(spark.table(f"{table.schema}.{table.identifier}")) if current else {}
     timeline = Timeline(fs, location)
     last = next((i for i in reversed(timeline.completed(actions=("commit",)))), None)
     target = int(last.extra["target_file_size"]) if last and "target_file_size" in last.extra else None
     small = int(last.extra["small_file_limit"]) if last and "small_file_limit" in last.extra else None
     files = tuple(LayoutFile(partition=f.partition, path=f.path, bytes=f.bytes,
-                             rows=counts.get(os.path.basename(f.path), 0)) for f in current)
+                             rows=counts.get(unquote(f"{location}/{f.path}"), 0)) for f in current)
     return Layout(files=files, target_file_size=target, small_file_limit=small)

@@ -1,5 +1,5 @@
 {{ config(materialized='sized_incremental', partition_by=['event_date'],
-          incremental_strategy='insert_overwrite', target_file_size='256KB',
+          incremental_strategy='insert_overwrite', target_file_size='32KB',
           distribution='range') }}
 select * from {{ ref('stg_events') }}
 {% if is_incremental() %}
