@@ -1,19 +1,24 @@
 """bytes_per_row by writing a sample of the new data to Parquet and measuring the files.
 
-In-memory size estimates say little about compressed Parquet, so we write. A first small
-sample gives a rough rate; when a target-size file holds many more rows than that sample,
-a second sample of about one target file's rows is written, because Parquet compresses a
-full-size file better than a small one.
+In-memory size estimates say little about compressed Parquet, so we write. A first sample
+gives a rough rate; then a second sample is written as files of about one target file's
+rows each, because Parquet's compression and its per-file overhead depend on file size: a
+rate measured on a file far bigger or smaller than the target misjudges target-size files.
 """
+import math
+
 FIRST_SAMPLE_ROWS = 20_000
 MAX_SAMPLE_ROWS = 1_000_000
+MAX_SAMPLE_FILES = 16
 SEED = 7
 
 
-def _write_sample(fs, df, total_rows, rows, path):
+def _write_sample(fs, df, total_rows, rows, path, num_files=1):
     fraction = min(1.0, rows * 1.2 / max(total_rows, 1))
     sample = df.sample(fraction=fraction, seed=SEED) if fraction < 1.0 else df
-    sample.limit(rows).coalesce(1).write.mode("overwrite").parquet(path)
+    sample = sample.limit(rows)
+    sample = sample.repartition(num_files) if num_files > 1 else sample.coalesce(1)
+    sample.write.mode("overwrite").parquet(path)
     files = [f for f in fs.list_files(path) if f.name.endswith(".parquet")]
     written_rows = df.sparkSession.read.parquet(path).count()
     fs.delete(path)
@@ -25,15 +30,16 @@ def measure_bytes_per_row(fs, df, data_columns, total_rows, target_file_size, sc
     if total_rows <= 0:
         return None
     data = df.select(*data_columns)
-    size, rows = _write_sample(fs, data, total_rows, min(total_rows, FIRST_SAMPLE_ROWS),
-                               f"{scratch_dir}/sample1")
+    first_rows = min(total_rows, FIRST_SAMPLE_ROWS)
+    size, rows = _write_sample(fs, data, total_rows, first_rows, f"{scratch_dir}/sample1")
     if rows == 0:
         return None
     rate = size / rows
-    rows_per_file = int(target_file_size / rate)
-    if rows_per_file > 2 * rows and total_rows > 2 * rows:
-        second = min(total_rows, rows_per_file, MAX_SAMPLE_ROWS)
-        size2, rows2 = _write_sample(fs, data, total_rows, second, f"{scratch_dir}/sample2")
-        if rows2:
-            rate = size2 / rows2
-    return rate
+    rows_per_file = max(1, int(target_file_size / rate))
+    if rows_per_file >= rows and total_rows <= rows:
+        return rate  # the whole input was one file smaller than the target: nothing better
+    num_files = max(1, min(MAX_SAMPLE_FILES, math.ceil(FIRST_SAMPLE_ROWS / rows_per_file)))
+    second = min(total_rows, rows_per_file * num_files, MAX_SAMPLE_ROWS)
+    num_files = max(1, min(num_files, second // rows_per_file))
+    size2, rows2 = _write_sample(fs, data, total_rows, second, f"{scratch_dir}/sample2", num_files)
+    return size2 / rows2 if rows2 else rate

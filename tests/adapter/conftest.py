@@ -1,0 +1,62 @@
+"""dbt's adapter test suite (dbt-tests-adapter) against an embedded Spark session.
+
+The profile is `type: sized_spark, method: session`: PySpark runs inside the pytest
+process, with a Derby metastore and the warehouse under one temporary directory made for
+the test session, so nothing is written into the repository.
+"""
+import os
+
+import pytest
+
+# Spark binds to loopback only; must be set before the JVM starts.
+os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+
+pytest_plugins = ["dbt.tests.fixtures.project"]
+
+
+@pytest.fixture(scope="session")
+def spark_home(tmp_path_factory):
+    """One directory for the warehouse, the Derby metastore and Derby's log."""
+    return tmp_path_factory.mktemp("spark_home")
+
+
+@pytest.fixture(scope="session")
+def dbt_profile_target(spark_home):
+    home = str(spark_home)
+    return {
+        "type": "sized_spark",
+        "method": "session",
+        "host": "localhost",
+        "threads": 1,
+        "server_side_parameters": {
+            "spark.master": "local[2]",
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.sql.warehouse.dir": os.path.join(home, "warehouse"),
+            "spark.hadoop.javax.jdo.option.ConnectionURL": (
+                f"jdbc:derby:;databaseName={os.path.join(home, 'metastore_db')};create=true"
+            ),
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
+        },
+    }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stop_spark_session():
+    """Stop the embedded SparkSession at the end of the run so the JVM exits."""
+    yield
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return
+    session = SparkSession.getActiveSession()
+    if session is None:
+        # getActiveSession is thread-local; dbt may have created the session on another
+        # thread, so fall back to the JVM's default session if one exists.
+        jvm_session = SparkSession._instantiatedSession
+        session = jvm_session
+    if session is not None:
+        session.stop()

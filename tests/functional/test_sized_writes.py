@@ -1,0 +1,130 @@
+"""Full builds and insert_overwrite on a real local Spark: file counts, sizes, rows."""
+import pytest
+from pyspark.sql import functions as F
+
+from python_adapter.catalog import TableRef
+from python_adapter.config import ConfigError, parse_config
+from python_adapter.routing import routing_keys, spark_hash_long
+from python_adapter.writer import write_dataframe
+from tests.functional.helpers import files_by_partition, layout, rows_of, rows_of_df
+
+TARGET = 16_000
+
+
+def cfg(**kw):
+    base = {"partition_by": ["day"], "incremental_strategy": "insert_overwrite",
+            "target_file_size": TARGET}
+    base.update(kw)
+    return parse_config(base)
+
+
+def test_python_hash_port_matches_spark(spark):
+    values = [0, 1, -1, 42, 2**31, -2**40, 2**62 + 12345, 987654321]
+    got = spark.createDataFrame([(v,) for v in values], "v bigint") \
+        .select("v", F.hash("v").alias("h")).collect()
+    assert {r.v: r.h for r in got} == {v: spark_hash_long(v) for v in values}
+
+
+def test_routing_keys_send_each_key_to_its_own_task(spark):
+    n = 37
+    keys = routing_keys(n)
+    df = spark.createDataFrame([(i, k) for i, k in enumerate(keys)], "fid bigint, k bigint")
+    got = df.repartition(n, "k").select("fid", F.spark_partition_id().alias("p")).collect()
+    assert all(r.fid == r.p for r in got)
+
+
+def test_exact_writes_the_planned_files_of_the_target_size(spark, schema, events):
+    df = events()
+    result = write_dataframe(spark, df, TableRef(schema, "ex"), cfg(distribution="exact"),
+                             log=lambda m: None)
+    assert rows_of(spark, schema, "ex") == rows_of_df(df)
+    parts = files_by_partition(spark, schema, "ex")
+    assert len(parts) == 12
+    assert result.files_written == result.files_planned == sum(len(f) for f in parts.values())
+    for files in parts.values():
+        sizes = sorted(f.bytes for f in files)
+        assert sizes[-1] <= 1.25 * TARGET
+        # filled to the target, the last file takes the remainder: at most one small file
+        assert sum(1 for s in sizes if s < 0.5 * TARGET) <= 1
+    assert max(len(f) for f in parts.values()) > 1  # the test data really needs several files
+
+
+def test_range_writes_at_most_files_plus_partitions(spark, schema, events):
+    df = events()
+    result = write_dataframe(spark, df, TableRef(schema, "rg"), cfg(distribution="range"),
+                             log=lambda m: None)
+    assert rows_of(spark, schema, "rg") == rows_of_df(df)
+    assert result.files_written <= result.files_planned + 12
+    assert max(f.bytes for f in layout(spark, schema, "rg").files) <= 1.25 * TARGET
+
+
+@pytest.mark.parametrize("distribution", ["hash", "none"])
+def test_naive_distributions_keep_every_row(spark, schema, events, distribution):
+    df = events(days=4)
+    write_dataframe(spark, df, TableRef(schema, "nv"), cfg(distribution=distribution),
+                    log=lambda m: None)
+    assert rows_of(spark, schema, "nv") == rows_of_df(df)
+
+
+def test_static_overrides_skip_measuring(spark, schema, events):
+    df = events(days=3)
+    logs = []
+    res = write_dataframe(spark, df, TableRef(schema, "st"),
+                          cfg(distribution="exact", file_count=7), log=logs.append)
+    assert res.files_written == 7
+    assert not any("sampling" in m for m in logs)
+    logs.clear()
+    res = write_dataframe(spark, df, TableRef(schema, "bp"), cfg(bytes_per_row=TARGET / 100),
+                          log=logs.append, full_refresh=True)
+    assert any("from config" in m for m in logs) and not any("sampling" in m for m in logs)
+    assert rows_of(spark, schema, "bp") == rows_of_df(df)
+
+
+def test_unpartitioned_table(spark, schema, events):
+    df = events(days=3)
+    res = write_dataframe(spark, df, TableRef(schema, "up"),
+                          parse_config({"target_file_size": TARGET, "distribution": "exact"}),
+                          log=lambda m: None)
+    assert res.partitions == 1 and res.files_written >= 2
+    assert rows_of(spark, schema, "up") == rows_of_df(df)
+
+
+def test_insert_overwrite_rewrites_only_touched_partitions(spark, schema, events):
+    table = TableRef(schema, "io")
+    write_dataframe(spark, events(days=6), table, cfg(), log=lambda m: None)
+    before = files_by_partition(spark, schema, "io")
+    # new data for days 4..7: two existing partitions replaced, two new ones added
+    new = events(days=4, start="2025-01-05", id_offset=10**9, tag="v2")
+    write_dataframe(spark, new, table, cfg(), log=lambda m: None)
+    after = files_by_partition(spark, schema, "io")
+    for day in ("2025-01-01", "2025-01-02", "2025-01-03", "2025-01-04"):
+        key = f"day={day}"
+        assert [(f.path, f.bytes) for f in after[key]] == [(f.path, f.bytes) for f in before[key]]
+    tags = {r.day.isoformat(): r.tags for r in spark.sql(
+        f"select day, collect_set(tag) as tags from {schema}.io group by day").collect()}
+    assert tags["2025-01-04"] == ["v1"] and tags["2025-01-05"] == ["v2"]
+    assert tags["2025-01-08"] == ["v2"] and len(tags) == 8
+    expected = rows_of_df(events(days=4)) + rows_of_df(new)
+    assert rows_of(spark, schema, "io") == sorted(expected)
+
+
+def test_full_refresh_replaces_everything(spark, schema, events):
+    table = TableRef(schema, "fr")
+    write_dataframe(spark, events(days=5), table, cfg(), log=lambda m: None)
+    new = events(days=2, tag="v2")
+    write_dataframe(spark, new, table, cfg(), full_refresh=True, log=lambda m: None)
+    assert rows_of(spark, schema, "fr") == rows_of_df(new)
+    assert spark.sql(f"show partitions {schema}.fr").count() == 2
+
+
+def test_bad_config_fails_before_anything_is_written(spark, schema, events):
+    table = TableRef(schema, "bad")
+    write_dataframe(spark, events(days=2), table, cfg(), log=lambda m: None)
+    before = rows_of(spark, schema, "bad")
+    with pytest.raises(ConfigError, match="partition_by.*month"):
+        write_dataframe(spark, events(days=3, tag="v2"), table,
+                        cfg(partition_by=["month"]), log=lambda m: None)
+    with pytest.raises(ConfigError, match="partition_by"):
+        write_dataframe(spark, events(days=3, tag="v2"), table,
+                        cfg(partition_by=["tag"]), log=lambda m: None)
+    assert rows_of(spark, schema, "bad") == before

@@ -1,0 +1,86 @@
+import math
+import random
+
+from python_adapter.layout import Layout, LayoutFile, layout_problems, layout_rows, size_stats
+from python_adapter.planning import (apportion_files, file_id_ranges, files_for_rows,
+                                     ideal_file_count, plan_partitions, plan_static)
+from python_adapter.routing import routing_keys, spark_hash_long
+
+
+def test_file_count_formula_of_algorithm_1():
+    assert files_for_rows(0, 100, 1000) == 0
+    assert files_for_rows(1, 100, 1000) == 1
+    assert files_for_rows(10, 100, 1000) == 1
+    assert files_for_rows(11, 100, 1000) == 2
+    assert files_for_rows(1_000_000, 128, 128_000_000) == 1
+
+
+def test_plan_fills_files_to_target_last_takes_remainder():
+    plans = plan_partitions({("a",): 2500, ("b",): 999, ("c",): 0}, 100, 100_000)
+    assert set(plans) == {("a",), ("b",)}          # empty partitions get no file
+    assert plans[("a",)].rows_per_file == 1000
+    assert plans[("a",)].files == 3               # 1000 + 1000 + 500
+    assert plans[("b",)].files == 1
+    assert plan_partitions({(): 2500}, 100, 100_000, insert_split_size=600)[()].files == 5
+
+
+def test_static_file_count_is_apportioned_by_rows():
+    counts = apportion_files({"big": 900, "small": 100, "tiny": 1}, 10)
+    assert sum(counts.values()) == 10
+    assert counts["big"] > counts["small"] >= 1 and counts["tiny"] == 1
+    # fewer files than partitions: every partition still gets one
+    assert apportion_files({"a": 1, "b": 1, "c": 1}, 2) == {"a": 1, "b": 1, "c": 1}
+    plans = plan_static({"x": 10, "y": 30}, 4)
+    assert sum(p.files for p in plans.values()) == 4
+
+
+def test_file_id_ranges_are_consecutive_and_deterministic():
+    plans = plan_partitions({("b",): 30, ("a",): 10, (None,): 5}, 1, 10)
+    ranges = file_id_ranges(plans)
+    assert [key for key, _, _ in ranges] == [("a",), ("b",), (None,)]
+    ids = [i for _, first, plan in ranges for i in range(first, first + plan.files)]
+    assert ids == list(range(sum(p.files for p in plans.values())))
+
+
+def test_ideal_file_count():
+    assert ideal_file_count({"a": 250, "b": 100, "c": 0}, 100) == 4
+
+
+def test_routing_keys_land_each_file_on_its_own_partition():
+    for n in (1, 7, 365 * 5, 4000):
+        keys = routing_keys(n)
+        assert len(set(keys)) == n
+        assert [spark_hash_long(k) % n for k in keys] == list(range(n))
+
+
+def test_spark_hash_known_values():
+    # Spark: SELECT hash(0L), hash(1L), hash(-1L) (checked against Spark in tests/functional)
+    values = [spark_hash_long(v) for v in (0, 1, -1)]
+    assert all(-2**31 <= v < 2**31 for v in values) and len(set(values)) == 3
+
+
+def test_size_stats_and_layout_problems():
+    st = size_stats([10, 20, 30])
+    assert (st["min"], st["median"], st["max"]) == (10, 20, 30)
+    assert math.isclose(st["cv"], (200 / 3) ** 0.5 / 20)
+    layout = Layout(files=(
+        LayoutFile("d=1", "d=1/a", 100, 10), LayoutFile("d=1", "d=1/b", 20, 2),
+        LayoutFile("d=2", "d=2/c", 10, 1), LayoutFile("d=2", "d=2/e", 5, 1),
+        LayoutFile("d=3", "d=3/f", 130, 13)), target_file_size=100, small_file_limit=50)
+    rows = layout_rows(layout)
+    assert [r[0] for r in rows] == ["d=1", "d=2", "d=3"]
+    assert rows[0][1:4] == [2, 12, 120] and rows[1][7] == 2
+    problems = layout_problems(layout, max_small_files_per_partition=1, max_file_size_ratio=1.25)
+    assert [p[0] for p in problems] == ["d=2", "d=3"]
+    assert layout_problems(layout, max_small_files_per_partition=2, max_file_size_ratio=1.5) == []
+
+
+def test_random_plans_never_exceed_target_by_design():
+    rng = random.Random(5)
+    for _ in range(200):
+        rows = {(i,): rng.randint(0, 10_000) for i in range(rng.randint(1, 30))}
+        bpr, target = rng.uniform(10, 500), rng.randint(1_000, 1_000_000)
+        plans = plan_partitions(rows, bpr, target)
+        for key, plan in plans.items():
+            assert plan.rows_per_file * bpr <= target or plan.rows_per_file == 1
+            assert (plan.files - 1) * plan.rows_per_file < plan.rows <= plan.files * plan.rows_per_file

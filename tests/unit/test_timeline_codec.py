@@ -1,0 +1,36 @@
+import pytest
+
+from python_adapter.timeline import (FileEntry, Instant, SCHEMA_VERSION, TimelineError, decode,
+                                     encode, new_instant_id, parse_file_name)
+
+
+def test_instant_round_trips_through_avro():
+    inst = Instant(instant="20261122103000123", action="commit", state="inflight",
+                   operation="insert_overwrite", partition_columns=("d",),
+                   added=(FileEntry("d=1", "d=1/part-0.parquet", 10, 1000, "g1", "/s/x"),),
+                   removed=(FileEntry("d=1", "d=1/old.parquet", -1, 900, "g0", "/a/y"),),
+                   rows_written=10, bytes_written=1000, extra={"target_file_size": "1000"})
+    data = encode(inst)
+    assert data[:4] == b"Obj\x01"  # an Avro object container file
+    back = decode(data)
+    assert back.added == inst.added and back.removed == inst.removed
+    assert back.operation == "insert_overwrite" and back.extra == {"target_file_size": "1000"}
+    assert back.file_name == "20261122103000123.commit.inflight"
+    assert back.with_state("completed").file_name == "20261122103000123.commit"
+
+
+def test_corrupt_or_truncated_instant_is_a_clear_error():
+    data = encode(Instant(instant="1", action="commit", state="requested", operation="x"))
+    with pytest.raises(TimelineError, match="corrupt or unreadable"):
+        decode(data[: len(data) // 2], "1.commit.requested")
+    with pytest.raises(TimelineError, match="1.commit.requested"):
+        decode(b"not avro at all", "1.commit.requested")
+
+
+def test_file_names_and_ids():
+    assert parse_file_name("20261122103000123.commit") == ("20261122103000123", "commit", "completed")
+    assert parse_file_name("1.replacecommit.requested") == ("1", "replacecommit", "requested")
+    assert parse_file_name("lock") is None and parse_file_name("1.commit.weird") is None
+    ident = new_instant_id()
+    assert len(ident) == 17 and ident.isdigit()
+    assert SCHEMA_VERSION == 1
