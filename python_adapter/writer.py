@@ -22,7 +22,8 @@ from python_adapter.planning import plan_partitions, plan_static
 from python_adapter.sizes import format_duration, format_size
 from python_adapter.timeline import Timeline
 
-__all__ = ["TableRef", "WriteError", "WriteResult", "write_model", "write_dataframe", "read_layout"]
+__all__ = ["TableRef", "WriteError", "WriteResult", "write_model", "write_dataframe", "read_layout",
+           "recover_table"]
 
 
 class WriteError(RuntimeError):
@@ -125,6 +126,23 @@ def write_dataframe(spark, df, table, cfg, full_refresh=False, log=print):
         raise
     proto.release_lock()
     return result
+
+
+def recover_table(spark, table, log=print):
+    """Roll back any unfinished instant of a table (what every writer does first)."""
+    info = describe_table(spark, table)
+    if info is None:
+        raise WriteError(f"table {table.quoted} does not exist")
+    fs = HadoopFS(spark)
+    proto = CommitProtocol(fs, fs.qualify(info.location), log=log)
+    proto.acquire_lock("recover")
+    try:
+        rolled = proto.recover()
+        if rolled:
+            sync_partitions(spark, table, bool(info.partition_columns))
+    finally:
+        proto.release_lock()
+    return rolled
 
 
 def drop_table_or_view(spark, table):

