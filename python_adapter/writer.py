@@ -249,37 +249,16 @@ def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation,
     instant = proto.request(operation, pcols, extra={
         "target_file_size": cfg.target_file_size, "small_file_limit": cfg.small_file_limit,
         "distribution": cfg.distribution})
-    cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cfg.distribution != "none" else df
     try:
-        files, total_files, bpr, total_rows = _plan(spark, fs, cached, cfg, pcols, data_cols,
-                                                    proto, instant, progress)
-        progress(f"plan: {len(files) if files is not None else '?'} partitions, "
-                 f"{total_files or 'Spark-chosen'} files, target {format_size(cfg.target_file_size)}, "
-                 f"distribution {cfg.distribution}")
-        staging = proto.staging_dir(instant.instant) + "/data"
-        if total_rows != 0:
-            progress("writing files to staging")
-            out = distribute(spark, cached, pcols, cfg.distribution, total_files, files)
-            out.write.partitionBy(*pcols).mode("overwrite").parquet(staging)
-        added = _staged_entries(spark, fs, staging)
-        progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}")
-    finally:
-        if cached is not df:
-            cached.unpersist()
-
-    current = _current_files(fs, proto.location)
-    if operation == "full_refresh" or not pcols:
-        removed = current
-    else:
-        touched = {a.partition for a in added}
-        removed = [f for f in current if f.partition in touched]
-    try:
+        added, removed, total_files, bpr = _stage(spark, fs, proto, instant, df, cfg, pcols,
+                                                  data_cols, operation, progress)
         inflight = proto.mark_inflight(instant, added, removed)
         progress(f"publishing {len(added)} files, replacing {len(removed)}")
         proto.publish(inflight)
         sync_partitions(spark, table, bool(pcols))
         done = proto.complete(inflight, extra={"bytes_per_row": f"{bpr or 0:.3f}"})
     except Exception:
+        # An ordinary failure (not a crash): undo now rather than leave it to the next run.
         proto.abort(instant)
         sync_partitions(spark, table, bool(pcols))
         raise
@@ -291,6 +270,34 @@ def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation,
         bytes=done.bytes_written, bytes_per_row=bpr or 0.0, seconds=progress.elapsed)
     progress(f"done: {result.message}, replaced {len(removed)} files")
     return result
+
+
+def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, progress):
+    """Plan and write the new files to the instant's staging area; list adds and removes."""
+    cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cfg.distribution != "none" else df
+    try:
+        plans, total_files, bpr, total_rows = _plan(spark, fs, cached, cfg, pcols, data_cols,
+                                                    proto, instant, progress)
+        progress(f"plan: {len(plans) if plans is not None else '?'} partitions, "
+                 f"{total_files or 'Spark-chosen'} files, "
+                 f"target {format_size(cfg.target_file_size)}, distribution {cfg.distribution}")
+        staging = proto.staging_dir(instant.instant) + "/data"
+        if total_rows != 0:
+            progress("writing files to staging")
+            out = distribute(spark, cached, pcols, cfg.distribution, total_files, plans)
+            out.write.partitionBy(*pcols).mode("overwrite").parquet(staging)
+        added = _staged_entries(spark, fs, staging)
+        progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}")
+    finally:
+        if cached is not df:
+            cached.unpersist()
+    current = _current_files(fs, proto.location)
+    if operation == "full_refresh" or not pcols:
+        removed = current
+    else:
+        touched = {a.partition for a in added}
+        removed = [f for f in current if f.partition in touched]
+    return added, removed, total_files, bpr
 
 
 def _current_files(fs, location):

@@ -54,6 +54,26 @@ def dbt_profile_target(spark_home):
     }
 
 
+@pytest.fixture(scope="class", autouse=True)
+def drop_session_temp_views():
+    """Start every test class without temporary views left by earlier classes.
+
+    Each dbt CLI invocation has its own SparkSession, so temporary views (dbt-spark's
+    incremental materialization leaves `<model>__dbt_tmp` behind) die with the process.
+    Here every invocation shares the pytest process's session, so drop them between
+    classes to keep the classes independent. What such leftovers do to the adapter within
+    one process is pinned by test_session_temp_views.py.
+    """
+    from pyspark.sql import SparkSession
+
+    session = SparkSession._instantiatedSession
+    if session is not None and session._jsc is not None:
+        for row in session.sql("show tables").collect():
+            if row.isTemporary:
+                session.catalog.dropTempView(row.tableName)
+    yield
+
+
 @pytest.fixture(scope="session", autouse=True)
 def stop_spark_session():
     """Stop the embedded SparkSession at the end of the run so the JVM exits."""
