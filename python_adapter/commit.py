@@ -205,6 +205,8 @@ class CommitProtocol:
             self.log(f"could not roll back {instant.instant} now ({exc}); the next run will")
 
 
-def file_entry(partition, rel_path, rows, size, staged_path="", file_group=""):
+def file_entry(partition, rel_path, rows, size, staged_path="", file_group="", key_min="",
+               key_max=""):
     return FileEntry(partition=partition, path=rel_path, rows=rows, bytes=size,
-                     file_group=file_group or os.path.basename(rel_path), moved_path=staged_path)
+                     file_group=file_group or os.path.basename(rel_path), moved_path=staged_path,
+                     key_min=key_min, key_max=key_max)

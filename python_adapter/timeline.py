@@ -25,6 +25,8 @@ _FILE_SCHEMA = {
         {"name": "bytes", "type": "long"},
         {"name": "file_group", "type": "string"},
         {"name": "moved_path", "type": "string"},       # staged (adds) / set aside (removes)
+        {"name": "key_min", "type": "string"},          # unique_key stats for tagging ('' unknown)
+        {"name": "key_max", "type": "string"},
     ],
 }
 INSTANT_SCHEMA = fastavro.parse_schema({
@@ -58,6 +60,8 @@ class FileEntry:
     bytes: int
     file_group: str = ""
     moved_path: str = ""
+    key_min: str = ""
+    key_max: str = ""
 
 
 @dataclass(frozen=True)
@@ -173,6 +177,16 @@ class Timeline:
 
     def completed(self, actions=ACTIONS):
         return [i for i in self.instants() if i.state == "completed" and i.action in actions]
+
+    def file_index(self):
+        """{rel path: FileEntry} of the files the completed commits say the table holds."""
+        files = {}
+        for inst in self.completed():
+            for f in inst.removed:
+                files.pop(f.path, None)
+            for f in inst.added:
+                files[f.path] = f
+        return files
 
     def pending(self):
         return [i for i in self.instants() if i.state != "completed"]

@@ -21,6 +21,7 @@ from python_adapter.measure import measure_bytes_per_row
 from python_adapter.planning import plan_partitions, plan_static
 from python_adapter.sizes import format_duration, format_size
 from python_adapter.timeline import Timeline
+from python_adapter.upsert import encode_key, stage_upsert, validate_keys
 
 __all__ = ["TableRef", "WriteError", "WriteResult", "write_model", "write_dataframe", "read_layout",
            "recover_table"]
@@ -84,9 +85,6 @@ def write_dataframe(spark, df, table, cfg, full_refresh=False, log=print):
         drop_table_or_view(spark, table)
         existing = None
     operation = "full_refresh" if full_refresh or existing is None else cfg.incremental_strategy
-    if operation in ("upsert", "insert"):
-        raise WriteError(f"incremental_strategy {operation!r} is not supported yet by this "
-                         f"version; use insert_overwrite or a full refresh")
     progress = _Progress(log, f"{table.schema}.{table.identifier}")
 
     if existing is not None:
@@ -223,26 +221,39 @@ def _plan(spark, fs, df, cfg, pcols, data_cols, proto, instant, progress):
     return plans, sum(p.files for p in plans.values()), bpr, total_rows
 
 
-def _staged_entries(spark, fs, staging):
-    """FileEntry per Parquet file written under staging, with its row count from the footers."""
+def _staged_entries(spark, fs, staging, key_col=None):
+    """FileEntry per Parquet file written under staging: rows from the footers, and the
+    min / max of the first unique_key column, kept in the timeline to prune tagging."""
     staging = fs.qualify(staging)
     files = [f for f in fs.list_files(staging) if f.name.endswith(".parquet")]
     if not files:
         return []
-    counts = rows_per_file(spark.read.option("basePath", staging).parquet(staging))
+    stats = file_stats(spark.read.option("basePath", staging).parquet(staging), key_col)
     entries = []
     for f in files:
         rel = f.path[len(staging):].lstrip("/")
-        entries.append(file_entry(os.path.dirname(rel), rel, counts.get(unquote(f.path), -1),
-                                  f.size, staged_path=f.path))
+        rows, kmin, kmax = stats.get(unquote(f.path), (-1, "", ""))
+        entries.append(file_entry(os.path.dirname(rel), rel, rows, f.size, staged_path=f.path,
+                                  key_min=kmin, key_max=kmax))
     return entries
 
 
+def file_stats(df, key_col=None):
+    """{unquoted file URI: (rows, key min, key max)}. Without a key column only the Parquet
+    footers are read. Task file names repeat across partition directories, so the key is
+    the whole path."""
+    aggs = [F.count(F.lit(1))]
+    if key_col:
+        aggs += [F.min(key_col), F.max(key_col)]
+    out = {}
+    for r in df.groupBy(F.col("_metadata.file_path").alias("p")).agg(*aggs).collect():
+        kmin, kmax = (encode_key(r[2]), encode_key(r[3])) if key_col else ("", "")
+        out[unquote(r[0])] = (r[1], kmin, kmax)
+    return out
+
+
 def rows_per_file(df):
-    """{unquoted file URI: rows}; reads only Parquet footers (no data column is selected).
-    Task file names repeat across partition directories, so the key is the whole path."""
-    return {unquote(r[0]): r[1] for r in
-            df.select(F.col("_metadata.file_path").alias("p")).groupBy("p").count().collect()}
+    return {path: st[0] for path, st in file_stats(df).items()}
 
 
 def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation, progress):
@@ -251,7 +262,7 @@ def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation,
         "distribution": cfg.distribution})
     try:
         added, removed, total_files, bpr = _stage(spark, fs, proto, instant, df, cfg, pcols,
-                                                  data_cols, operation, progress)
+                                                  data_cols, operation, progress, table)
         inflight = proto.mark_inflight(instant, added, removed)
         progress(f"publishing {len(added)} files, replacing {len(removed)}")
         proto.publish(inflight)
@@ -272,8 +283,14 @@ def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation,
     return result
 
 
-def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, progress):
+def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, progress, table):
     """Plan and write the new files to the instant's staging area; list adds and removes."""
+    if operation in ("upsert", "insert"):
+        return _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress, table)
+    if cfg.incremental_strategy == "upsert":
+        df = validate_keys(df, _resolve_names(cfg.unique_key, df.columns), cfg.precombine_column)
+    if cfg.delete_column:
+        df = df.where(~F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False)))
     cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cfg.distribution != "none" else df
     try:
         plans, total_files, bpr, total_rows = _plan(spark, fs, cached, cfg, pcols, data_cols,
@@ -286,12 +303,12 @@ def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, prog
             progress("writing files to staging")
             out = distribute(spark, cached, pcols, cfg.distribution, total_files, plans)
             out.write.partitionBy(*pcols).mode("overwrite").parquet(staging)
-        added = _staged_entries(spark, fs, staging)
+        added = _staged_entries(spark, fs, staging, _key_column(cfg, df))
         progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}")
     finally:
         if cached is not df:
             cached.unpersist()
-    current = _current_files(fs, proto.location)
+    current = _current_files(fs, proto.location, proto.timeline)
     if operation == "full_refresh" or not pcols:
         removed = current
     else:
@@ -300,12 +317,50 @@ def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, prog
     return added, removed, total_files, bpr
 
 
-def _current_files(fs, location):
-    """FileEntry of every data file of the table now (hidden paths are not data)."""
+def _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress, table):
+    """Upsert / insert: bin-pack into the partitions' small files, rewrite updated files."""
+    cached = df.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        bpr = cfg.bytes_per_row
+        source = "config"
+        if bpr is None:
+            bpr, source = learned_bytes_per_row(proto.timeline), "earlier commits"
+        if bpr is None:
+            total = cached.count()
+            progress("sampling to measure bytes per row")
+            bpr = measure_bytes_per_row(fs, cached, data_cols, total, cfg.target_file_size,
+                                        proto.staging_dir(instant.instant) + "/_sample")
+            source = "sample written to Parquet"
+        bpr = bpr or 1.0
+        progress(f"bytes per row {bpr:.1f} B (from {source})")
+        staging = proto.staging_dir(instant.instant) + "/data"
+        removed_rels, summary = stage_upsert(
+            spark, fs, proto.location, f"{table.schema}.{table.identifier}", cached, cfg, pcols,
+            data_cols, bpr, staging, progress, proto.timeline.file_index())
+        added = _staged_entries(spark, fs, staging, _key_column(cfg, df))
+    finally:
+        cached.unpersist()
+    current = {f.path: f for f in _current_files(fs, proto.location, proto.timeline)}
+    removed = [current[r] for r in removed_rels]
+    progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}, "
+             f"rewriting {format_size(sum(f.bytes for f in removed))} of existing files")
+    return added, removed, summary["new_files"] + summary["files_rewritten"], bpr
+
+
+def _key_column(cfg, df):
+    return _resolve_names(cfg.unique_key[:1], df.columns)[0] if cfg.unique_key else None
+
+
+def _current_files(fs, location, timeline=None):
+    """FileEntry of every data file of the table now (hidden paths are not data), with the
+    rows and key statistics the timeline recorded when it has them."""
+    index = timeline.file_index() if timeline is not None else {}
     out = []
     for f in fs.list_files(location):
         rel = f.path[len(location):].lstrip("/")
-        out.append(file_entry(os.path.dirname(rel), rel, -1, f.size))
+        known = index.get(rel)
+        out.append(known if known is not None and known.bytes == f.size
+                   else file_entry(os.path.dirname(rel), rel, -1, f.size))
     return out
 
 

@@ -1,0 +1,271 @@
+"""Algorithm 3 on Spark: upsert and insert by Hudi copy-on-write bin-packing.
+
+Tag each incoming key with the file that holds it, plan per partition with
+`binpack.plan_partition_write` (updates rewrite their file, inserts top up small files, the
+rest go to new files), then write every planned output file from exactly one Spark task:
+each output file is a "slot" and slot i is routed to task i as in `exact` distribution.
+Files that receive nothing are neither read nor rewritten.
+"""
+import datetime
+import decimal
+import os
+from dataclasses import dataclass
+from typing import Optional, Tuple
+from urllib.parse import unquote
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from python_adapter.binpack import plan_partition_write, summarize
+from python_adapter.config import ConfigError
+from python_adapter.partitions import check_partition_types, parse_partition_path, partition_path
+from python_adapter.routing import routing_keys
+
+SEED = 4242
+_ORDERABLE = (T.NumericType, T.StringType, T.DateType, T.TimestampType)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One output file: a rewrite of an existing file, or a new file."""
+    slot: int
+    partition: str                 # partition path
+    values: Tuple                  # partition values
+    file: Optional[str]            # rel path of the file rewritten, None for a new file
+    inserts: int
+    updates: int = 0
+
+
+def validate_keys(df, keys, precombine_column):
+    """Null keys fail; duplicate keys fail unless a precombine column picks the latest."""
+    null_cond = None
+    for k in keys:
+        cond = F.col(k).isNull()
+        null_cond = cond if null_cond is None else null_cond | cond
+    if df.where(null_cond).limit(1).count():
+        raise ConfigError(f"unique_key: the new data has rows with a null {' / '.join(keys)}; "
+                          f"a unique key must not be null")
+    if precombine_column:
+        w = Window.partitionBy(*keys).orderBy(F.col(precombine_column).desc_nulls_last())
+        return (df.withColumn("__sized_rn", F.row_number().over(w))
+                  .where("__sized_rn = 1").drop("__sized_rn"))
+    dups = df.groupBy(*keys).count().where("count > 1").limit(3).collect()
+    if dups:
+        shown = ", ".join(str(tuple(r[:-1]) if len(keys) > 1 else r[0]) for r in dups)
+        raise ConfigError(
+            f"unique_key: the new data holds the same key more than once (e.g. {shown}); "
+            f"set precombine_column to the column whose largest value wins, or dedupe the model")
+    return df
+
+
+def _slot_of_rows(spark, rows, schema):
+    return F.broadcast(spark.createDataFrame(rows, schema))
+
+
+def encode_key(value):
+    """A key statistic as text for the timeline: numbers 'n:<decimal>', others 's:<text>'."""
+    if value is None:
+        return ""
+    if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
+        return f"n:{decimal.Decimal(value)}"
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return f"s:{value.isoformat()}"
+    return f"s:{value}"
+
+
+def _decode_key(text):
+    if text.startswith("n:"):
+        return ("n", decimal.Decimal(text[2:]))
+    return ("s", text[2:])
+
+
+def may_hold_keys(entry, lo, hi):
+    """False only when the file's recorded key range cannot overlap [lo, hi]."""
+    if entry is None or not entry.key_min or not entry.key_max or lo is None:
+        return True
+    fmin, fmax = _decode_key(entry.key_min), _decode_key(entry.key_max)
+    blo, bhi = _decode_key(encode_key(lo)), _decode_key(encode_key(hi))
+    if not (fmin[0] == fmax[0] == blo[0] == bhi[0]):
+        return True
+    return not (fmax[1] < blo[1] or fmin[1] > bhi[1])
+
+
+def file_filter(spark, schema, pcols, rel_paths):
+    """A filter that selects exactly these files of the table: partition values (so Spark
+    prunes partitions) and Spark's _metadata.file_name (so it prunes files in them) --
+    the other files are never opened."""
+    cond = None
+    for rel in rel_paths:
+        c = F.col("_metadata.file_name") == os.path.basename(rel)
+        for col, text in parse_partition_path(os.path.dirname(rel)):
+            real = next(p for p in pcols if p.lower() == col.lower())
+            c = c & (F.col(real).isNull() if text is None
+                     else F.col(real) == F.lit(text).cast(schema[real].dataType))
+        cond = c if cond is None else cond | c
+    return cond
+
+
+def stage_upsert(spark, fs, location, table_name, df, cfg, pcols, data_cols, bytes_per_row,
+                 staging, progress, file_index, excluded=()):
+    """Write the upsert/insert output files to `staging`; returns (removed rel paths, summary)."""
+    keys = [c for c in df.columns if c.lower() in {k.lower() for k in cfg.unique_key}] \
+        if cfg.incremental_strategy == "upsert" else []
+    if pcols:
+        try:
+            check_partition_types(df.schema, pcols)
+        except TypeError as exc:
+            raise ConfigError(str(exc)) from None
+    delete_flag = F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False)) \
+        if cfg.delete_column else F.lit(False)
+
+    current = {}
+    for f in fs.list_files(location):
+        rel = f.path[len(location):].lstrip("/")
+        current.setdefault(os.path.dirname(rel), []).append((rel, f.size))
+    have_files = bool(current)
+
+    batch = df
+    if keys:
+        progress("checking keys of the new data")
+        batch = validate_keys(df, keys, cfg.precombine_column)
+    batch = batch.withColumn("__sized_del", delete_flag)
+
+    # -- tag: which existing file holds each incoming key ------------------------------
+    candidates = []
+    if keys and have_files:
+        lo = hi = None
+        if isinstance(df.schema[keys[0]].dataType, _ORDERABLE):
+            lo, hi = batch.agg(F.min(keys[0]), F.max(keys[0])).first()
+        # Keys are unique across the table, so every file may hold one; the key ranges the
+        # timeline recorded per file rule most out without opening them.
+        candidates = [rel for files in current.values() for rel, _ in files
+                      if may_hold_keys(file_index.get(rel), lo, hi)]
+        progress(f"tagging incoming keys against {len(candidates)} of "
+                 f"{sum(len(v) for v in current.values())} files")
+    if candidates:
+        existing = spark.table(table_name).where(
+            file_filter(spark, df.schema, pcols, candidates)).select(
+            *[F.col(k).alias(f"__sized_k{i}") for i, k in enumerate(keys)],
+            *[F.col(c).alias(f"__sized_op{i}") for i, c in enumerate(pcols)],
+            F.col("_metadata.file_path").alias("__sized_file"))
+        cond = None
+        for i, k in enumerate(keys):
+            c = batch[k] == existing[f"__sized_k{i}"]
+            cond = c if cond is None else cond & c
+        tagged = batch.join(existing, cond, "left").drop(*[f"__sized_k{i}" for i in range(len(keys))])
+        same = F.lit(True)
+        for i, c in enumerate(pcols):
+            same = same & F.col(c).eqNullSafe(F.col(f"__sized_op{i}"))
+        tagged = tagged.withColumn("__sized_same", F.col("__sized_file").isNotNull() & same)
+    else:
+        tagged = (batch.withColumn("__sized_file", F.lit(None).cast("string"))
+                       .withColumn("__sized_same", F.lit(False)))
+        for i, c in enumerate(pcols):
+            tagged = tagged.withColumn(f"__sized_op{i}", F.col(c))
+    tagged = tagged.persist()
+
+    # -- count what goes where: one aggregation ----------------------------------------
+    stats = tagged.groupBy(*pcols, *[f"__sized_op{i}" for i in range(len(pcols))],
+                           "__sized_file", "__sized_same", "__sized_del").count().collect()
+    values_of = {}                 # partition path -> partition values
+    updates_by_file = {}           # rel path -> rows replaced or removed in it
+    inserts_by_part = {}           # partition path -> rows to insert
+    spark_path_of = {}             # rel path -> the path string Spark reports
+    n = len(pcols)
+    for r in stats:
+        new_vals, old_vals = tuple(r[:n]), tuple(r[n:2 * n])
+        file_uri, same, deleted, count = r[2 * n], r[2 * n + 1], r[2 * n + 2], r[2 * n + 3]
+        if file_uri is not None:
+            rel = unquote(file_uri)[len(unquote(location)):].lstrip("/")
+            spark_path_of[rel] = file_uri
+            updates_by_file[rel] = updates_by_file.get(rel, 0) + count
+            values_of.setdefault(os.path.dirname(rel), old_vals)
+            if same or deleted:
+                continue
+        if deleted:
+            continue
+        part = partition_path(pcols, new_vals)
+        values_of.setdefault(part, new_vals)
+        inserts_by_part[part] = inserts_by_part.get(part, 0) + count
+
+    # -- plan per partition (pure) -----------------------------------------------------
+    plans = {}
+    for part in sorted(set(inserts_by_part) | {os.path.dirname(f) for f in updates_by_file}):
+        files = current.get(part, [])
+        upd = {f: c for f, c in updates_by_file.items() if os.path.dirname(f) == part}
+        plans[part] = plan_partition_write(
+            files, upd, inserts_by_part.get(part, 0), bytes_per_row, cfg.target_file_size,
+            cfg.small_file_limit, cfg.insert_split_size, excluded=excluded)
+    summary = summarize(plans)
+    progress(f"plan: {summary['files_rewritten']} files rewritten, {summary['new_files']} new "
+             f"files, {summary['inserts_into_existing']} inserts packed into small files, "
+             f"{summary['inserts_into_new']} into new files, {summary['updates']} rows "
+             f"updated or deleted")
+
+    slots = []
+    for part, plan in plans.items():
+        for rw in plan.rewrites:
+            slots.append(Slot(len(slots), part, values_of[part], rw.file_id, rw.inserts, rw.updates))
+        for count in plan.new_files:
+            slots.append(Slot(len(slots), part, values_of[part], None, count))
+    if not slots:
+        tagged.unpersist()
+        return [], summary
+
+    # -- assemble the output rows, each with its slot ---------------------------------
+    pfields = [T.StructField(f"__sized_p{i}", df.schema[c].dataType, True) for i, c in enumerate(pcols)]
+    parts = []
+    rewrites = [s for s in slots if s.file]
+    if rewrites:
+        # Old rows of the rewritten files only: partition pruning plus the file-name filter on
+        # Spark's _metadata prunes every other file before it is opened.
+        fmap = _slot_of_rows(spark, [s.values + (os.path.basename(s.file), s.slot) for s in rewrites],
+                             T.StructType(pfields + [T.StructField("__sized_name", T.StringType()),
+                                                     T.StructField("__sized_slot", T.LongType())]))
+        pruning = file_filter(spark, df.schema, pcols, [s.file for s in rewrites])
+        old = spark.table(table_name).where(pruning).withColumn("__sized_name",
+                                                                 F.col("_metadata.file_name"))
+        cond = old["__sized_name"] == fmap["__sized_name"]
+        for i, col in enumerate(pcols):
+            cond = cond & old[col].eqNullSafe(fmap[f"__sized_p{i}"])
+        old = old.join(fmap, cond).select(*data_cols, *pcols, "__sized_slot")
+        if keys:  # every incoming key replaces (or deletes) its old row, wherever it was
+            old = old.join(batch.select(*keys), keys, "left_anti")
+        parts.append(old.select(*data_cols, *pcols, "__sized_slot"))
+        upd_map = _slot_of_rows(spark, [(spark_path_of[s.file], s.slot) for s in rewrites
+                                        if s.file in spark_path_of],
+                                "__sized_file string, __sized_slot long")
+        updates = tagged.where("__sized_same and not __sized_del").join(upd_map, "__sized_file")
+        parts.append(updates.select(*data_cols, *pcols, "__sized_slot"))
+
+    insert_rows = []
+    for part in plans:
+        total = inserts_by_part.get(part, 0)
+        done = 0
+        for s in slots:
+            if s.partition == part and s.inserts:
+                insert_rows.append(s.values + (done / total, (done + s.inserts) / total, s.slot))
+                done += s.inserts
+    if insert_rows:
+        imap = _slot_of_rows(spark, insert_rows, T.StructType(pfields + [
+            T.StructField("__sized_lo", T.DoubleType()), T.StructField("__sized_hi", T.DoubleType()),
+            T.StructField("__sized_slot", T.LongType())]))
+        ins = tagged.where("not __sized_del and not __sized_same").withColumn("__sized_u", F.rand(SEED))
+        cond = (ins["__sized_u"] >= imap["__sized_lo"]) & (ins["__sized_u"] < imap["__sized_hi"])
+        for i, col in enumerate(pcols):
+            cond = cond & ins[col].eqNullSafe(imap[f"__sized_p{i}"])
+        parts.append(ins.join(imap, cond).select(*data_cols, *pcols, "__sized_slot"))
+
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.unionByName(p)
+    keys_df = spark.createDataFrame(list(enumerate(routing_keys(len(slots)))),
+                                    "__sized_slot long, __sized_route long")
+    out = (out.join(F.broadcast(keys_df), "__sized_slot")
+              .repartition(len(slots), "__sized_route")
+              .drop("__sized_slot", "__sized_route"))
+    progress(f"writing {len(slots)} files to staging")
+    out.write.partitionBy(*pcols).mode("overwrite").parquet(staging)
+    tagged.unpersist()
+    return [s.file for s in rewrites], summary

@@ -1,0 +1,145 @@
+"""Upsert and insert with Hudi-style bin-packing on a real local Spark."""
+import pytest
+from pyspark.sql import functions as F
+
+from python_adapter.catalog import TableRef, describe_table
+from python_adapter.config import ConfigError, parse_config
+from python_adapter.fs import HadoopFS
+from python_adapter.timeline import Timeline
+from python_adapter.writer import learned_bytes_per_row, write_dataframe
+from tests.functional.helpers import files_by_partition, rows_of, rows_of_df
+
+TARGET = 16_000
+QUIET = dict(log=lambda m: None)
+
+
+def cfg(**kw):
+    base = {"partition_by": ["day"], "unique_key": "id", "target_file_size": TARGET,
+            "small_file_limit": 12_000, "distribution": "exact"}
+    base.update(kw)
+    return parse_config(base)
+
+
+def test_upsert_updates_inserts_and_keeps_files_sized(spark, schema, events):
+    table = TableRef(schema, "up")
+    base = events(days=6)
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    before = files_by_partition(spark, schema, "up")
+    # updates to 30 rows of day 2 (tag v2), 800 new rows into day 6 and a new day 7
+    updates = base.where("day = date'2025-01-02' and id % 20 = 0").withColumn("tag", F.lit("v2"))
+    inserts = events(days=2, start="2025-01-06", id_offset=10**9, tag="new")
+    batch = updates.unionByName(inserts)
+    write_dataframe(spark, batch, table, cfg(), **QUIET)
+
+    expected = {r[0]: r[1] for r in rows_of_df(base)}
+    expected.update({r[0]: r[1] for r in rows_of_df(batch)})
+    assert rows_of(spark, schema, "up") == sorted(expected.items())
+    after = files_by_partition(spark, schema, "up")
+    # untouched partitions keep exactly their files
+    for day in ("2025-01-01", "2025-01-03", "2025-01-04", "2025-01-05"):
+        key = f"day={day}"
+        assert [(f.path, f.bytes) for f in after[key]] == [(f.path, f.bytes) for f in before[key]]
+    # the updated partition: only files holding updated keys were rewritten
+    assert len(after["day=2025-01-02"]) == len(before["day=2025-01-02"])
+    # every touched partition: at most one small file, none far above the target
+    for key in ("day=2025-01-02", "day=2025-01-06", "day=2025-01-07"):
+        sizes = [f.bytes for f in after[key]]
+        assert sum(1 for s in sizes if s < 12_000) <= 1, (key, sizes)
+        assert max(sizes) <= 1.25 * TARGET
+
+
+def test_inserts_fill_small_files_before_new_ones(spark, schema, events):
+    table = TableRef(schema, "pack")
+    small = events(days=1, base=60)      # one small file in day 1
+    write_dataframe(spark, small, table, cfg(), **QUIET)
+    [old] = files_by_partition(spark, schema, "pack")["day=2025-01-01"]
+    assert old.bytes < 12_000
+    more = events(days=1, base=60, id_offset=10**9, tag="more")
+    write_dataframe(spark, more, table, cfg(), **QUIET)
+    files = files_by_partition(spark, schema, "pack")["day=2025-01-01"]
+    assert len(files) == 1 and files[0].path != old.path and files[0].bytes > old.bytes
+    assert rows_of(spark, schema, "pack") == sorted(rows_of_df(small) + rows_of_df(more))
+
+
+def test_insert_strategy_appends_without_a_key(spark, schema, events):
+    table = TableRef(schema, "ins")
+    c = cfg(unique_key=None, incremental_strategy="insert")
+    first = events(days=3)
+    write_dataframe(spark, first, table, c, **QUIET)
+    write_dataframe(spark, first, table, c, **QUIET)  # the same rows again: insert keeps both
+    assert rows_of(spark, schema, "ins") == sorted(rows_of_df(first) * 2)
+
+
+def test_key_moving_partition_leaves_its_old_file(spark, schema, events):
+    table = TableRef(schema, "move")
+    base = events(days=3)
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    moved = base.where("id = 100001").withColumn("day", F.to_date(F.lit("2025-01-03")))
+    write_dataframe(spark, moved, table, cfg(), **QUIET)
+    got = spark.sql(f"select day from {schema}.move where id = 100001").collect()
+    assert [str(r.day) for r in got] == ["2025-01-03"]
+    assert spark.table(f"{schema}.move").count() == base.count()
+
+
+def test_deletes_remove_rows(spark, schema, events):
+    table = TableRef(schema, "del")
+    base = events(days=3).withColumn("gone", F.lit(False))
+    c = cfg(delete_column="gone")
+    write_dataframe(spark, base, table, c, **QUIET)
+    doomed = base.where("id % 10 = 3").withColumn("gone", F.lit(True))
+    write_dataframe(spark, doomed, table, c, **QUIET)
+    assert rows_of(spark, schema, "del") == rows_of_df(base.where("id % 10 != 3"))
+
+
+def test_duplicate_and_null_keys_fail_unless_precombined(spark, schema, events):
+    table = TableRef(schema, "dup")
+    base = events(days=2)
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    twice = base.where("id = 100001").unionByName(
+        base.where("id = 100001").withColumn("tag", F.lit("later")))
+    with pytest.raises(ConfigError, match="unique_key.*100001.*precombine_column"):
+        write_dataframe(spark, twice, table, cfg(), **QUIET)
+    with pytest.raises(ConfigError, match="unique_key.*null"):
+        write_dataframe(spark, base.limit(3).withColumn("id", F.lit(None).cast("bigint")),
+                        table, cfg(), **QUIET)
+    assert rows_of(spark, schema, "dup") == rows_of_df(base)
+    c = cfg(precombine_column="amount")
+    latest = twice.withColumn("amount", F.when(F.col("tag") == "later", 1e9).otherwise(0.0))
+    write_dataframe(spark, latest, table, c, **QUIET)
+    assert spark.sql(f"select tag from {schema}.dup where id = 100001").first().tag == "later"
+
+
+def test_untouched_files_are_never_read(spark, schema, events):
+    """Corrupt every file of an untouched partition: the upsert must still succeed."""
+    table = TableRef(schema, "noread")
+    base = events(days=4)
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    fs = HadoopFS(spark)
+    location = fs.qualify(describe_table(spark, table).location)
+    untouched = files_by_partition(spark, schema, "noread")["day=2025-01-01"]
+    saved = {}
+    for f in untouched:
+        path = f"{location}/{f.path}"
+        saved[path] = fs.read_bytes(path)
+        fs.write_bytes(path, b"not parquet" * 10, overwrite=True)
+    batch = base.where("day = date'2025-01-03' and id % 50 = 0").withColumn("tag", F.lit("v2"))
+    write_dataframe(spark, batch, table, cfg(), **QUIET)
+    for path, data in saved.items():
+        assert fs.read_bytes(path) == b"not parquet" * 10
+        fs.write_bytes(path, data, overwrite=True)
+    spark.catalog.refreshTable(f"{schema}.noread")
+    expected = {r[0]: r[1] for r in rows_of_df(base)}
+    expected.update({r[0]: r[1] for r in rows_of_df(batch)})
+    assert rows_of(spark, schema, "noread") == sorted(expected.items())
+
+
+def test_bytes_per_row_is_learned_from_earlier_commits(spark, schema, events):
+    table = TableRef(schema, "learn")
+    write_dataframe(spark, events(days=2), table, cfg(), **QUIET)
+    logs = []
+    write_dataframe(spark, events(days=1, id_offset=10**9), table, cfg(), log=logs.append)
+    assert any("from earlier commits" in m for m in logs)
+    assert not any("sampling" in m for m in logs)
+    fs = HadoopFS(spark)
+    tl = Timeline(fs, fs.qualify(describe_table(spark, table).location))
+    assert 20 < learned_bytes_per_row(tl) < 200
