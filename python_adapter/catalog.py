@@ -78,3 +78,23 @@ def sync_partitions(spark, table, partitioned):
     if partitioned:
         spark.sql(f"MSCK REPAIR TABLE {table.quoted} SYNC PARTITIONS")
     spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+
+
+def add_columns(spark, table, fields):
+    cols = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in fields)
+    spark.sql(f"ALTER TABLE {table.quoted} ADD COLUMNS ({cols})")
+
+
+def set_data_columns(spark, table, fields):
+    """Replace the table's data columns (partition columns untouched).
+
+    Spark's SQL cannot drop a column of a Parquet table, and its session catalog refuses to;
+    the external catalog (the metastore) takes the new data schema. Old files keep their
+    extra columns on disk, and readers ignore them.
+    """
+    from pyspark.sql.types import StructType
+
+    jschema = spark._jsparkSession.parseDataType(StructType(list(fields)).json())
+    spark._jsparkSession.sharedState().externalCatalog().alterTableDataSchema(
+        table.schema, table.identifier, jschema)
+    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")

@@ -122,9 +122,11 @@ class CommitProtocol:
 
     def _undo_files(self, instant):
         for entry in instant.added:
+            # Move back rather than delete: a rollback's adds are restored old files whose
+            # only copy is the published one.
             final = self.final_path(entry.path)
             if self.fs.exists(final) and not self.fs.exists(entry.moved_path):
-                self.fs.delete(final, recursive=False)
+                self.fs.rename(final, entry.moved_path)
         for entry in instant.removed:
             final = self.final_path(entry.path)
             if self.fs.exists(entry.moved_path) and not self.fs.exists(final):

@@ -5,13 +5,14 @@ file and timeline work in fs/commit.
 import os
 import time
 from urllib.parse import unquote
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
-from python_adapter.catalog import (TableRef, create_table, describe_table, drop_table,
-                                    sync_partitions, table_location)
+from python_adapter.catalog import (TableRef, add_columns, create_table, describe_table,
+                                    drop_table, set_data_columns, sync_partitions,
+                                    table_location)
 from python_adapter.commit import CommitProtocol, file_entry
 from python_adapter.config import ConfigError, check_columns
 from python_adapter.distribution import distribute
@@ -24,7 +25,7 @@ from python_adapter.timeline import Timeline
 from python_adapter.upsert import encode_key, stage_upsert, validate_keys
 
 __all__ = ["TableRef", "WriteError", "WriteResult", "write_model", "write_dataframe", "read_layout",
-           "recover_table"]
+           "recover_table", "timeline_rows", "rollback_last_commit", "TIMELINE_COLUMNS"]
 
 
 class WriteError(RuntimeError):
@@ -100,7 +101,7 @@ def write_dataframe(spark, df, table, cfg, full_refresh=False, log=print):
                 raise ConfigError(
                     f"partition_by: the table is partitioned by {list(existing.partition_columns)}, "
                     f"the model by {list(pcols)}; run with --full-refresh to change it")
-            df = _align_to_table(df, existing, cfg)
+            df, existing = _apply_schema_change(spark, table, df, existing, cfg, pcols, progress)
     if existing is None:
         _create(spark, HadoopFS(spark), table, df.schema, pcols)
         existing = describe_table(spark, table)
@@ -158,19 +159,44 @@ def _create(spark, fs, table, schema, pcols):
     create_table(spark, table, schema, pcols)
 
 
-def _align_to_table(df, existing, cfg):
-    """Incremental data must fit the table's columns (on_schema_change 'ignore' / 'fail')."""
-    table_cols = {c.lower() for c in existing.column_names}
-    new_cols = [c for c in df.columns if c.lower() not in table_cols]
+def _apply_schema_change(spark, table, df, existing, cfg, pcols, log):
+    """on_schema_change as dbt users know it; returns df shaped like the (new) table."""
+    table_types = {c.lower(): t for c, t in existing.columns}
+    pset = {c.lower() for c in pcols}
+    new_fields = [f for f in df.schema.fields if f.name.lower() not in table_types]
     missing = [c for c in existing.column_names if c.lower() not in {d.lower() for d in df.columns}]
-    if not new_cols and not missing:
-        return df
-    if cfg.on_schema_change == "fail" or missing or cfg.on_schema_change != "ignore":
-        raise ConfigError(
-            f"on_schema_change: the model's columns differ from the table's "
-            f"(new: {new_cols or 'none'}, missing: {missing or 'none'}) and on_schema_change is "
-            f"{cfg.on_schema_change!r}; run with --full-refresh or change the model")
-    return df.drop(*new_cols)
+    changed = [f"{f.name} ({table_types[f.name.lower()]} -> {f.dataType.simpleString()})"
+               for f in df.schema.fields if f.name.lower() in table_types
+               and table_types[f.name.lower()] != f.dataType.simpleString()]
+    if not new_fields and not missing and not changed:
+        return df, existing
+    what = (f"new columns: {[f.name for f in new_fields] or 'none'}, missing columns: "
+            f"{missing or 'none'}, changed types: {changed or 'none'}")
+    mode = cfg.on_schema_change
+    if mode == "fail" or (mode == "ignore" and missing):
+        raise ConfigError(f"on_schema_change: the model's columns differ from the table's "
+                          f"({what}) and on_schema_change is {mode!r}; set it to "
+                          f"append_new_columns or sync_all_columns, or run with --full-refresh")
+    if changed and mode == "sync_all_columns":
+        raise ConfigError(f"on_schema_change: sync_all_columns cannot change the type of "
+                          f"columns of existing Parquet files ({', '.join(changed)}); run with "
+                          f"--full-refresh")
+    if mode in ("append_new_columns", "sync_all_columns") and new_fields:
+        log(f"schema change: adding columns {[f.name for f in new_fields]}")
+        add_columns(spark, table, new_fields)
+    if mode == "sync_all_columns" and missing:
+        log(f"schema change: dropping columns {missing}")
+        keep = [f for f in spark.table(f"{table.schema}.{table.identifier}").schema.fields
+                if f.name not in missing and f.name.lower() not in pset]
+        set_data_columns(spark, table, keep)
+    existing = describe_table(spark, table)
+    # Shape the data like the table: extra columns dropped (ignore), absent ones null.
+    out = []
+    present = {c.lower(): c for c in df.columns}
+    for name, type_name in existing.columns:
+        col = F.col(present[name.lower()]) if name.lower() in present else F.lit(None)
+        out.append(col.cast(type_name).alias(name))
+    return df.select(*out), existing
 
 
 def learned_bytes_per_row(timeline):
@@ -380,3 +406,75 @@ def read_layout(spark, table):
     files = tuple(LayoutFile(partition=f.partition, path=f.path, bytes=f.bytes,
                              rows=counts.get(unquote(f"{location}/{f.path}"), 0)) for f in current)
     return Layout(files=files, target_file_size=target, small_file_limit=small)
+
+
+TIMELINE_COLUMNS = ["instant", "time", "action", "state", "operation", "files_added",
+                    "files_removed", "rows", "bytes", "size"]
+
+
+def timeline_rows(spark, table):
+    """One row per instant of the table, oldest first (TIMELINE_COLUMNS)."""
+    info = describe_table(spark, table)
+    if info is None:
+        raise WriteError(f"table {table.quoted} does not exist")
+    fs = HadoopFS(spark)
+    rows = []
+    for inst in Timeline(fs, fs.qualify(info.location)).instants():
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(inst.created_at_ms / 1000))
+        rows.append([inst.instant, when, inst.action, inst.state, inst.operation,
+                     len(inst.added), len(inst.removed), inst.rows_written, inst.bytes_written,
+                     format_size(inst.bytes_written)])
+    return rows
+
+
+def rollback_last_commit(spark, table, log=print):
+    """Restore the table to its state before its last completed commit, as a new
+    `rollback` instant through the commit protocol (so it is crash safe too)."""
+    info = describe_table(spark, table)
+    if info is None:
+        raise WriteError(f"table {table.quoted} does not exist")
+    fs = HadoopFS(spark)
+    proto = CommitProtocol(fs, fs.qualify(info.location), log=log)
+    pcols = info.partition_columns
+    proto.acquire_lock("rollback")
+    try:
+        if proto.recover():
+            sync_partitions(spark, table, bool(pcols))
+        completed = proto.timeline.completed()
+        undone = {i.extra.get("rolled_back") for i in completed if i.action == "rollback"}
+        last = next((i for i in reversed(completed)
+                     if i.action != "rollback" and i.instant not in undone), None)
+        if last is None:
+            raise WriteError(f"{table.quoted} has no completed commit to roll back")
+        later = [i for i in completed if i.instant > last.instant and i.action != "rollback"
+                 and i.instant not in undone]
+        if later:
+            raise WriteError(f"{last.instant} is not the last commit of {table.quoted}")
+        restore = [replace(f, moved_path=f"{proto.aside_dir(last.instant)}/{f.path}")
+                   for f in last.removed]
+        gone = [f.path for f in restore if not fs.exists(f.moved_path)]
+        if gone:
+            raise WriteError(
+                f"cannot roll back {last.instant}: {len(gone)} of the files it replaced are no "
+                f"longer kept (only the last commit's replaced files are), e.g. {gone[0]}")
+        instant = proto.request("rollback", pcols, action="rollback",
+                                extra={"rolled_back": last.instant})
+        try:
+            current = {f.path: f for f in _current_files(fs, proto.location, proto.timeline)}
+            removed = [current[f.path] for f in last.added if f.path in current]
+            inflight = proto.mark_inflight(instant, restore, removed)
+            proto.publish(inflight)
+            sync_partitions(spark, table, bool(pcols))
+            done = proto.complete(inflight)
+        except Exception:
+            proto.abort(instant)
+            sync_partitions(spark, table, bool(pcols))
+            raise
+        proto.cleanup(done)
+    except Exception:
+        proto.release_lock()
+        raise
+    proto.release_lock()
+    log(f"rolled back {last.operation} {last.instant}: restored {len(restore)} files, "
+        f"removed {len(removed)}")
+    return last.instant

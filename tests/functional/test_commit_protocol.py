@@ -138,3 +138,28 @@ def test_an_ordinary_failure_rolls_back_and_releases_the_lock(spark, schema, eve
     fs, location = _location(spark, schema, "fail")
     assert not fs.exists(f"{location}/.sized/lock")
     assert not Timeline(fs, location).pending()
+
+
+@pytest.mark.parametrize("point", ["inflight", "publish:2", "published"])
+def test_crash_during_rollback_keeps_the_last_completed_state(spark, schema, events,
+                                                              monkeypatch, point):
+    from python_adapter.writer import rollback_last_commit
+
+    table = TableRef(schema, "rbcrash")
+    upsert = parse_config({"partition_by": ["day"], "unique_key": "id",
+                           "target_file_size": 16_000, "distribution": "exact"})
+    base = events(days=3)
+    write_dataframe(spark, base, table, upsert, **QUIET)
+    batch = events(days=3, tag="v2").where("id % 5 = 0")
+    write_dataframe(spark, batch, table, upsert, **QUIET)
+    after_batch = rows_of(spark, schema, "rbcrash")
+    monkeypatch.setenv("SIZED_SPARK_FAULT", point)
+    faults.reset()
+    with pytest.raises(InjectedCrash):
+        rollback_last_commit(spark, table, **QUIET)
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    _crash_like_a_dead_process()
+    recover_table(spark, table, **QUIET)
+    assert rows_of(spark, schema, "rbcrash") == after_batch
+    rollback_last_commit(spark, table, **QUIET)
+    assert rows_of(spark, schema, "rbcrash") == rows_of_df(base)

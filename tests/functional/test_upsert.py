@@ -143,3 +143,53 @@ def test_bytes_per_row_is_learned_from_earlier_commits(spark, schema, events):
     fs = HadoopFS(spark)
     tl = Timeline(fs, fs.qualify(describe_table(spark, table).location))
     assert 20 < learned_bytes_per_row(tl) < 200
+
+
+def test_rollback_restores_the_state_before_the_last_commit(spark, schema, events):
+    from python_adapter.writer import rollback_last_commit, timeline_rows
+    from python_adapter.writer import WriteError
+
+    table = TableRef(schema, "rb")
+    base = events(days=3)
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    batch = base.where("id % 7 = 0").withColumn("tag", F.lit("v2")).unionByName(
+        events(days=1, start="2025-01-09", id_offset=10**9, tag="new"))
+    write_dataframe(spark, batch, table, cfg(), **QUIET)
+    assert rows_of(spark, schema, "rb") != rows_of_df(base)
+    rollback_last_commit(spark, table, **QUIET)
+    assert rows_of(spark, schema, "rb") == rows_of_df(base)
+    assert spark.sql(f"show partitions {schema}.rb").count() == 3
+    rows = timeline_rows(spark, table)
+    assert [r[2] for r in rows] == ["commit", "commit", "rollback"]
+    assert all(r[3] == "completed" for r in rows)
+    # rolling back again undoes the first build: the state before it is an empty table
+    rollback_last_commit(spark, table, **QUIET)
+    assert rows_of(spark, schema, "rb") == []
+    with pytest.raises(WriteError, match="no completed commit"):
+        rollback_last_commit(spark, table, **QUIET)
+
+
+@pytest.mark.parametrize("mode", ["append_new_columns", "sync_all_columns"])
+def test_on_schema_change_adds_and_syncs_columns(spark, schema, events, mode):
+    table = TableRef(schema, f"osc_{mode[:4]}")
+    base = events(days=2)
+    write_dataframe(spark, base, table, cfg(on_schema_change=mode), **QUIET)
+    batch = events(days=1, id_offset=10**9).drop("amount").withColumn("color", F.lit("red"))
+    write_dataframe(spark, batch, table, cfg(on_schema_change=mode), **QUIET)
+    cols = spark.table(f"{schema}.{table.identifier}").columns
+    assert "color" in cols
+    assert ("amount" in cols) == (mode == "append_new_columns")
+    got = spark.sql(f"select count(*) c, count(color) cc from {schema}.{table.identifier}").first()
+    assert (got.c, got.cc) == (base.count() + batch.count(), batch.count())
+
+
+def test_on_schema_change_fail_and_ignore(spark, schema, events):
+    table = TableRef(schema, "oscf")
+    base = events(days=2)
+    write_dataframe(spark, base, table, cfg(on_schema_change="fail"), **QUIET)
+    batch = events(days=1, id_offset=10**9).withColumn("color", F.lit("red"))
+    with pytest.raises(ConfigError, match="on_schema_change.*color"):
+        write_dataframe(spark, batch, table, cfg(on_schema_change="fail"), **QUIET)
+    write_dataframe(spark, batch, table, cfg(on_schema_change="ignore"), **QUIET)
+    assert "color" not in spark.table(f"{schema}.oscf").columns
+    assert spark.table(f"{schema}.oscf").count() == base.count() + batch.count()

@@ -16,7 +16,8 @@ from dbt.adapters.sized_spark.connections import SizedSparkConnectionManager
 from python_adapter.config import ConfigError, parse_config
 from python_adapter.layout import layout_problems, layout_rows, LAYOUT_COLUMNS
 from python_adapter.timeline import TimelineError
-from python_adapter.writer import TableRef, WriteError, read_layout, write_model
+from python_adapter.writer import (TIMELINE_COLUMNS, TableRef, WriteError, read_layout,
+                                   rollback_last_commit, timeline_rows, write_model)
 
 logger = AdapterLogger("SizedSpark")
 
@@ -87,3 +88,17 @@ class SizedSparkAdapter(SparkAdapter):
                                max_file_size_ratio=max_file_size_ratio,
                                small_file_limit=small_file_limit,
                                target_file_size=target_file_size)
+
+    @available
+    def sized_timeline(self, relation) -> agate.Table:
+        """The table's instants (time, action, state, files added / removed, rows, bytes)."""
+        spark = self.connections.spark_session("sized_timeline")
+        rows = _engine_call("sized_timeline", timeline_rows, spark, self._table_ref(relation))
+        return agate.Table(rows, column_names=TIMELINE_COLUMNS)
+
+    @available
+    def sized_rollback(self, relation) -> str:
+        """Restore the table to its state before its last completed commit."""
+        spark = self.connections.spark_session("sized_rollback")
+        ref = self._table_ref(relation)
+        return _engine_call("sized_rollback", rollback_last_commit, spark, ref, log=logger.info)

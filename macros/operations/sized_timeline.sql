@@ -1,0 +1,20 @@
+{#-- dbt run-operation sized_timeline --args '{relation: schema.table}'
+     Lists the table's instants: time, action, state, files added / removed, rows, bytes. --#}
+{% macro sized_timeline(relation) %}
+  {%- set rel = sized_resolve_relation(relation) -%}
+  {%- set table = adapter.sized_timeline(rel) -%}
+  {%- if execute -%}
+    {{ print('Timeline of ' ~ rel.schema ~ '.' ~ rel.identifier ~ ' (' ~ (table.rows | length) ~ ' instants)') }}
+    {%- do table.print_table(max_rows=none, max_columns=none) -%}
+  {%- endif -%}
+  {{ return(table) }}
+{% endmacro %}
+
+{#-- dbt run-operation sized_rollback --args '{relation: schema.table}'
+     Restores the table to its state before its last completed commit. --#}
+{% macro sized_rollback(relation) %}
+  {%- set rel = sized_resolve_relation(relation) -%}
+  {%- set undone = adapter.sized_rollback(rel) -%}
+  {{ print('Rolled back ' ~ rel.schema ~ '.' ~ rel.identifier ~ ' to before commit ' ~ undone) }}
+  {{ return(undone) }}
+{% endmacro %}
