@@ -11,7 +11,13 @@ import pytest
 # Spark binds to loopback only; must be set before the JVM starts.
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
-pytest_plugins = ["dbt.tests.fixtures.project"]
+# dbt's pytest plugin (the `project` fixture and friends). dbt-spark registers it with
+# `pytest_plugins = ["dbt.tests.fixtures.project"]` in its top-level tests/conftest.py; pytest
+# refuses `pytest_plugins` in a conftest below the rootdir when the whole suite is collected
+# (`pytest` from the repo root with testpaths = tests), so the plugin's fixtures are
+# imported here instead, which scopes them to tests/adapter. The module defines fixtures
+# only (no hooks), so this is equivalent.
+from dbt.tests.fixtures.project import *  # noqa: E402,F401,F403
 
 
 def pytest_configure(config):

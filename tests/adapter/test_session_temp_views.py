@@ -25,15 +25,6 @@ class TestDocsGenerateAfterIncrementalRun:
     def models(self):
         return {"incremental_model.sql": incremental_sql}
 
-    @pytest.mark.xfail(
-        strict=True,
-        raises=AttributeError,
-        reason=(
-            "adapter bug: list_relations_without_caching keeps the session's temporary views "
-            "(isTemporary column of SHOW TABLE EXTENDED ignored); fix in "
-            "dbt/adapters/sized_spark/impl.py"
-        ),
-    )
     def test_docs_generate_no_compile_after_incremental_run(self, project):
         run_dbt(["run"])
         run_dbt(["run"])  # incremental run: leaves incremental_model__dbt_tmp (temp view)

@@ -17,7 +17,8 @@ from python_adapter.config import ConfigError, parse_config
 from python_adapter.layout import layout_problems, layout_rows, LAYOUT_COLUMNS
 from python_adapter.timeline import TimelineError
 from python_adapter.writer import (TIMELINE_COLUMNS, TableRef, WriteError, read_layout,
-                                   rollback_last_commit, timeline_rows, write_model)
+                                   recover_table, rollback_last_commit, timeline_rows,
+                                   write_model)
 
 logger = AdapterLogger("SizedSpark")
 
@@ -47,6 +48,13 @@ class SizedSparkAdapter(SparkAdapter):
             adapter_name="sized_spark", base_adapter_version=base_version,
             adapter_version=version,
             model_adapter_details=cls._get_adapter_specific_run_info(config))
+
+    def _build_spark_relation_list(self, row_list, relation_info_func):
+        # SHOW TABLE(S) [EXTENDED] IN <schema> also lists the session's temporary views
+        # (namespace '', isTemporary = true); they belong to no schema, and in the embedded
+        # session they outlive a dbt run (dbt-spark's incremental leaves its __dbt_tmp view).
+        rows = [row for row in row_list if not row[2]]
+        return super()._build_spark_relation_list(rows, relation_info_func)
 
     def _table_ref(self, relation, model_config: Optional[Dict[str, Any]] = None) -> TableRef:
         location_root = (model_config or {}).get("location_root")
@@ -102,3 +110,11 @@ class SizedSparkAdapter(SparkAdapter):
         spark = self.connections.spark_session("sized_rollback")
         ref = self._table_ref(relation)
         return _engine_call("sized_rollback", rollback_last_commit, spark, ref, log=logger.info)
+
+    @available
+    def sized_recover(self, relation) -> int:
+        """Roll back unfinished instants of a crashed write now; returns how many."""
+        spark = self.connections.spark_session("sized_recover")
+        rolled = _engine_call("sized_recover", recover_table, spark, self._table_ref(relation),
+                              log=logger.info)
+        return len(rolled)

@@ -1,0 +1,2 @@
+{{ config(materialized='sized_incremental', incremental_strategy='merge') }}
+select 1 as id
