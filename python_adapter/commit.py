@@ -101,11 +101,13 @@ class CommitProtocol:
     def recover(self):
         """Roll back every unfinished instant; returns the instants rolled back."""
         rolled = []
-        completed_ids = set()
+        waiting = set()
         for instant in self.timeline.instants():
             if instant.state == "completed":
-                completed_ids.add(instant.instant)
                 continue
+            if instant.state == "requested" and instant.extra.get("scheduled") == "true":
+                waiting.add(instant.instant)
+                continue  # a clustering plan waiting to be executed, not a crashed write
             self.log(f"rolling back unfinished {instant.action} {instant.instant} "
                      f"({instant.operation}, {instant.state})")
             self._undo_files(instant)
@@ -117,7 +119,8 @@ class CommitProtocol:
             rolled.append(instant)
         # Staging left behind by a completed instant (crash during cleanup) is garbage.
         for st in self.fs.list_dir(f"{self.meta}/staging"):
-            self.fs.delete(st.path)
+            if st.name not in waiting:
+                self.fs.delete(st.path)
         return rolled
 
     def _undo_files(self, instant):

@@ -15,6 +15,7 @@ class LayoutFile:
     path: str           # relative to the table location
     bytes: int
     rows: int
+    ranges: Tuple = ()  # ((column, min, max), ...) of the cluster columns, when asked for
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,25 @@ class Layout:
     files: Tuple[LayoutFile, ...]
     target_file_size: Optional[int] = None   # from the table's last commit, when known
     small_file_limit: Optional[int] = None
+    cluster_by: Tuple[str, ...] = ()
+
+
+def file_columns(layout):
+    cols = ["partition", "file", "rows", "bytes"]
+    for c in layout.cluster_by:
+        cols += [f"{c}_min", f"{c}_max"]
+    return cols
+
+
+def file_rows(layout):
+    """One row per file with the min / max of each cluster column: how well files prune."""
+    out = []
+    for f in sorted(layout.files, key=lambda f: f.path):
+        row = [f.partition or "(unpartitioned)", f.path.rsplit("/", 1)[-1], f.rows, f.bytes]
+        for _col, lo, hi in f.ranges:
+            row += ["" if lo is None else str(lo), "" if hi is None else str(hi)]
+        out.append(row)
+    return out
 
 
 def size_stats(sizes):

@@ -2,6 +2,8 @@
 import math
 from dataclasses import dataclass
 
+from python_adapter.binpack import split_size
+
 
 def files_for_rows(rows, bytes_per_row, target_file_size):
     """files(p) = max(1, ceil(rows * bytes_per_row / target))."""
@@ -17,20 +19,13 @@ class PartitionPlan:
     rows_per_file: int   # every file but the last gets this many; the last the remainder
 
 
-def rows_per_file(bytes_per_row, target_file_size, insert_split_size=None):
-    """Rows in one full file: insert_split_size, else as many as fit in the target."""
-    if insert_split_size:
-        return int(insert_split_size)
-    return max(1, int(target_file_size // bytes_per_row))
-
-
 def plan_partitions(rows_by_partition, bytes_per_row, target_file_size, insert_split_size=None):
     """{partition key: rows} -> {partition key: PartitionPlan}.
 
     Files are filled to the target and the last takes the remainder, as Hudi sizes new file
     groups, so a partition has at most one file below the target.
     """
-    split = rows_per_file(bytes_per_row, target_file_size, insert_split_size)
+    split = split_size(bytes_per_row, target_file_size, insert_split_size)
     return {key: PartitionPlan(rows, max(1, math.ceil(rows / split)), split)
             for key, rows in rows_by_partition.items() if rows > 0}
 

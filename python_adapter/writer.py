@@ -23,6 +23,7 @@ from python_adapter.planning import plan_partitions, plan_static
 from python_adapter.sizes import format_duration, format_size
 from python_adapter.timeline import Timeline
 from python_adapter.upsert import encode_key, stage_upsert, validate_keys
+from python_adapter.cluster_exec import pending_plan_files, run_clustering
 
 __all__ = ["TableRef", "WriteError", "WriteResult", "write_model", "write_dataframe", "read_layout",
            "recover_table", "timeline_rows", "rollback_last_commit", "TIMELINE_COLUMNS"]
@@ -124,7 +125,24 @@ def write_dataframe(spark, df, table, cfg, full_refresh=False, log=print):
         proto.release_lock()
         raise
     proto.release_lock()
+    if cfg.cluster_every_n_commits and cfg.cluster_by:
+        since = commits_since_clustering(proto.timeline)
+        if since >= cfg.cluster_every_n_commits:
+            progress(f"inline clustering: {since} commits since the last clustering")
+            run_clustering(spark, table, cfg.cluster_by, cfg.cluster_strategy, log=progress,
+                           target_file_size=cfg.target_file_size,
+                           write_small_file_limit=cfg.small_file_limit or None)
     return result
+
+
+def commits_since_clustering(timeline):
+    n = 0
+    for inst in reversed(timeline.completed()):
+        if inst.action == "replacecommit":
+            break
+        if inst.action == "commit":
+            n += 1
+    return n
 
 
 def recover_table(spark, table, log=print):
@@ -278,10 +296,6 @@ def file_stats(df, key_col=None):
     return out
 
 
-def rows_per_file(df):
-    return {path: st[0] for path, st in file_stats(df).items()}
-
-
 def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation, progress):
     instant = proto.request(operation, pcols, extra={
         "target_file_size": cfg.target_file_size, "small_file_limit": cfg.small_file_limit,
@@ -362,7 +376,8 @@ def _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress
         staging = proto.staging_dir(instant.instant) + "/data"
         removed_rels, summary = stage_upsert(
             spark, fs, proto.location, f"{table.schema}.{table.identifier}", cached, cfg, pcols,
-            data_cols, bpr, staging, progress, proto.timeline.file_index())
+            data_cols, bpr, staging, progress, proto.timeline.file_index(),
+            excluded=pending_plan_files(proto.timeline))
         added = _staged_entries(spark, fs, staging, _key_column(cfg, df))
     finally:
         cached.unpersist()
@@ -390,22 +405,40 @@ def _current_files(fs, location, timeline=None):
     return out
 
 
-def read_layout(spark, table):
-    """Layout of a table's files, with row counts from the Parquet footers."""
+def read_layout(spark, table, cluster_by=None):
+    """Layout of a table's files: rows from the Parquet footers and, per file, the min / max
+    of the cluster columns (given, or those of the table's last clustering)."""
     info = describe_table(spark, table)
     if info is None:
         raise WriteError(f"table {table.quoted} does not exist")
     fs = HadoopFS(spark)
     location = fs.qualify(info.location)
-    current = _current_files(fs, location)
-    counts = rows_per_file(spark.table(f"{table.schema}.{table.identifier}")) if current else {}
     timeline = Timeline(fs, location)
+    current = _current_files(fs, location)
     last = next((i for i in reversed(timeline.completed(actions=("commit",)))), None)
     target = int(last.extra["target_file_size"]) if last and "target_file_size" in last.extra else None
     small = int(last.extra["small_file_limit"]) if last and "small_file_limit" in last.extra else None
-    files = tuple(LayoutFile(partition=f.partition, path=f.path, bytes=f.bytes,
-                             rows=counts.get(unquote(f"{location}/{f.path}"), 0)) for f in current)
-    return Layout(files=files, target_file_size=target, small_file_limit=small)
+    if cluster_by is None:
+        clustered = next((i for i in reversed(timeline.completed(actions=("replacecommit",)))), None)
+        cluster_by = clustered.extra["cluster_by"].split(",") if clustered else []
+    cluster_by = _resolve_names([cluster_by] if isinstance(cluster_by, str) else cluster_by,
+                                info.column_names) if cluster_by else ()
+    stats = {}
+    if current:
+        df = spark.table(f"{table.schema}.{table.identifier}")
+        aggs = [F.count(F.lit(1))]
+        for c in cluster_by:
+            aggs += [F.min(c), F.max(c)]
+        for r in df.groupBy(F.col("_metadata.file_path").alias("p")).agg(*aggs).collect():
+            stats[unquote(r[0])] = (r[1], tuple((c, r[2 + 2 * i], r[3 + 2 * i])
+                                                for i, c in enumerate(cluster_by)))
+    files = []
+    for f in current:
+        rows, ranges = stats.get(unquote(f"{location}/{f.path}"), (0, ()))
+        files.append(LayoutFile(partition=f.partition, path=f.path, bytes=f.bytes, rows=rows,
+                                ranges=ranges))
+    return Layout(files=tuple(files), target_file_size=target, small_file_limit=small,
+                  cluster_by=tuple(cluster_by))
 
 
 TIMELINE_COLUMNS = ["instant", "time", "action", "state", "operation", "files_added",

@@ -13,8 +13,11 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.sized_spark.connections import SizedSparkConnectionManager
+from python_adapter.commit import LockError
 from python_adapter.config import ConfigError, parse_config
-from python_adapter.layout import layout_problems, layout_rows, LAYOUT_COLUMNS
+from python_adapter.cluster_exec import run_clustering
+from python_adapter.layout import (LAYOUT_COLUMNS, file_columns, file_rows, layout_problems,
+                                   layout_rows)
 from python_adapter.timeline import TimelineError
 from python_adapter.writer import (TIMELINE_COLUMNS, TableRef, WriteError, read_layout,
                                    recover_table, rollback_last_commit, timeline_rows,
@@ -26,8 +29,13 @@ logger = AdapterLogger("SizedSpark")
 def _engine_call(what, fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
-    except (ConfigError, WriteError, TimelineError) as exc:
+    except (ConfigError, WriteError, TimelineError, LockError, ValueError) as exc:
         raise DbtRuntimeError(f"{what}: {exc}") from exc
+
+
+def _cluster(spark, table, cluster_by, strategy, schedule_only, log, options):
+    return run_clustering(spark, table, cluster_by, strategy, schedule_only=schedule_only,
+                          log=log, **options)
 
 
 class SizedSparkAdapter(SparkAdapter):
@@ -77,13 +85,33 @@ class SizedSparkAdapter(SparkAdapter):
         return result.as_dict()
 
     @available
-    def sized_layout(self, relation, small_file_limit=None, target_file_size=None) -> agate.Table:
-        """Per-partition file statistics of a table, as an agate table."""
+    def sized_layout(self, relation, small_file_limit=None, target_file_size=None,
+                     cluster_by=None) -> Dict[str, Any]:
+        """{'partitions': per-partition statistics, 'files': per-file min / max of the
+        cluster columns (None when the table has none)} as agate tables."""
         spark = self.connections.spark_session("sized_layout")
-        layout = _engine_call("sized_layout", read_layout, spark, self._table_ref(relation))
+        layout = _engine_call("sized_layout", read_layout, spark, self._table_ref(relation),
+                              cluster_by)
         rows = layout_rows(layout, small_file_limit=small_file_limit,
                            target_file_size=target_file_size)
-        return agate.Table(rows, column_names=LAYOUT_COLUMNS)
+        files = agate.Table(file_rows(layout), column_names=file_columns(layout)) \
+            if layout.cluster_by else None
+        return {"partitions": agate.Table(rows, column_names=LAYOUT_COLUMNS), "files": files}
+
+    @available
+    def sized_cluster(self, relation, cluster_by=None, strategy=None, schedule_only=False,
+                      options: Optional[Dict[str, Any]] = None) -> str:
+        """Schedule a clustering plan (when cluster_by is given) and execute pending plans."""
+        spark = self.connections.spark_session("sized_cluster")
+        opts = {k: v for k, v in (options or {}).items() if v is not None}
+        renamed = {"cluster_small_file_limit": "small_file_limit",
+                   "cluster_max_bytes_per_group": "max_bytes_per_group",
+                   "cluster_max_groups": "max_groups"}
+        opts = {renamed.get(k, k): v for k, v in opts.items()}
+        result = _engine_call("sized_cluster", _cluster, spark, self._table_ref(relation),
+                              cluster_by, strategy or "linear", bool(schedule_only),
+                              logger.info, opts)
+        return result.message
 
     @available
     def sized_layout_problems(self, relation, max_small_files_per_partition=None,

@@ -1,0 +1,138 @@
+"""Clustering on a real local Spark: plans in the timeline, linear / Z-order / Hilbert, rows
+unchanged, async plans, and upserts while a plan is pending."""
+import pytest
+from pyspark.sql import functions as F
+
+from python_adapter.catalog import TableRef, describe_table
+from python_adapter.cluster_exec import run_clustering, scheduled_plans
+from python_adapter.config import parse_config
+from python_adapter.fs import HadoopFS
+from python_adapter.timeline import Timeline
+from python_adapter.writer import read_layout, write_dataframe
+from tests.functional.helpers import files_by_partition
+
+QUIET = dict(log=lambda m: None)
+COLS = "id, day, user_id, session, city, amount, tag"
+
+
+def arrivals(spark, batch, rows=1500):
+    """One arrival batch: sessions and users spread over everything, strings, nulls."""
+    return spark.sql(f"""
+        select cast({batch} * 100000 + i as bigint) as id,
+               date'2025-02-01' + cast(i % 2 as int) as day,
+               cast(pmod(hash(i, {batch}, 1), 500) as int) as user_id,
+               cast(pmod(hash(i, {batch}, 2), 100000) as bigint) as session,
+               case when i % 13 = 0 then null
+                    else element_at(array('oslo', 'lima', 'pune', 'kyiv'), 1 + i % 4) end as city,
+               cast(i % 97 as double) as amount, 'b{batch}' as tag
+        from (select explode(sequence(1, {rows})) as i)""")
+
+
+def all_rows(spark, schema, name):
+    return sorted(tuple(r) for r in spark.sql(f"select {COLS} from {schema}.{name}").collect())
+
+
+@pytest.fixture
+def small_files_table(spark, schema):
+    table = TableRef(schema, "arr")
+    cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
+                        "target_file_size": 64_000, "small_file_limit": 0,
+                        "distribution": "exact"})
+    for b in range(4):  # packing off: every batch adds files, like a stream
+        write_dataframe(spark, arrivals(spark, b), table, cfg, **QUIET)
+    return table
+
+
+@pytest.mark.parametrize("strategy,cols", [("linear", ["session"]),
+                                           ("zorder", ["session", "user_id"]),
+                                           ("hilbert", ["session", "city"])])
+def test_clustering_keeps_rows_and_sorts_files(spark, schema, small_files_table, strategy, cols):
+    before = all_rows(spark, schema, "arr")
+    files_before = sum(len(v) for v in files_by_partition(spark, schema, "arr").values())
+    result = run_clustering(spark, small_files_table, cols, strategy,
+                            target_file_size=40_000, **QUIET)
+    assert all_rows(spark, schema, "arr") == before          # the same multiset of rows
+    assert result.executed_plans == 1 and result.files_replaced == files_before
+    layout = read_layout(spark, small_files_table)
+    assert layout.cluster_by == tuple(cols)
+    # files of a partition cover disjoint ranges of the first column when sorted linearly
+    if strategy == "linear":
+        for part, files in files_by_partition(spark, schema, "arr").items():
+            ranges = sorted((f.ranges[0][1], f.ranges[0][2]) for f in
+                            read_layout(spark, small_files_table).files if f.partition == part)
+            assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:]))
+    fs = HadoopFS(spark)
+    tl = Timeline(fs, fs.qualify(describe_table(spark, small_files_table).location))
+    done = tl.completed(("replacecommit",))
+    assert len(done) == 1 and done[0].extra["strategy"] == strategy
+
+
+def test_curve_clustering_prunes_both_columns_better_than_linear(spark, schema, small_files_table):
+    def files_hit(column, value):
+        return sum(1 for f in read_layout(spark, small_files_table, [column]).files
+                   if f.ranges[0][1] <= value <= f.ranges[0][2])
+
+    run_clustering(spark, small_files_table, ["session"], "linear", target_file_size=20_000, **QUIET)
+    linear_user = sum(files_hit("user_id", v) for v in (17, 250, 480))
+    run_clustering(spark, small_files_table, ["session", "user_id"], "zorder",
+                   target_file_size=20_000, small_file_limit=10**9, **QUIET)
+    zorder_user = sum(files_hit("user_id", v) for v in (17, 250, 480))
+    assert zorder_user < linear_user
+
+
+def test_schedule_only_then_execute_later(spark, schema, small_files_table):
+    before = all_rows(spark, schema, "arr")
+    res = run_clustering(spark, small_files_table, ["session"], schedule_only=True, **QUIET)
+    assert res.scheduled > 0 and res.executed_plans == 0
+    fs = HadoopFS(spark)
+    tl = Timeline(fs, fs.qualify(describe_table(spark, small_files_table).location))
+    [plan] = scheduled_plans(tl)
+    assert plan.action == "replacecommit" and plan.state == "requested"
+    assert {f.file_group for f in plan.removed} and plan.extra["cluster_by"] == "session"
+    # a write in between must not roll the waiting plan back
+    write_dataframe(spark, arrivals(spark, 9, rows=10), small_files_table,
+                    parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
+                                  "target_file_size": 64_000}), **QUIET)
+    assert len(scheduled_plans(tl)) == 1
+    res = run_clustering(spark, small_files_table, **QUIET)  # no cluster_by: run pending plans
+    assert res.executed_plans == 1 and not scheduled_plans(tl)
+    assert all_rows(spark, schema, "arr") == sorted(before + [tuple(r) for r in arrivals(spark, 9, rows=10).select(*COLS.split(", ")).collect()])
+
+
+def test_upsert_while_plan_pending_loses_no_update(spark, schema):
+    table = TableRef(schema, "pend")
+    cfg = parse_config({"partition_by": ["day"], "unique_key": "id", "target_file_size": 64_000,
+                        "distribution": "exact"})
+    for b in range(3):
+        write_dataframe(spark, arrivals(spark, b, rows=800), table, cfg, **QUIET)
+    run_clustering(spark, table, ["session"], schedule_only=True, **QUIET)
+    fs = HadoopFS(spark)
+    tl = Timeline(fs, fs.qualify(describe_table(spark, table).location))
+    planned = {f.path for f in scheduled_plans(tl)[0].removed}
+    # an update to rows in planned files, and new rows that must not be packed into them
+    upd = arrivals(spark, 1, rows=800).where("id % 100 = 7").withColumn("tag", F.lit("updated"))
+    write_dataframe(spark, upd.unionByName(arrivals(spark, 7, rows=50)), table, cfg, **QUIET)
+    after_upsert = all_rows(spark, schema, "pend")
+    res = run_clustering(spark, table, **QUIET)
+    assert res.executed_plans == 1
+    assert all_rows(spark, schema, "pend") == after_upsert
+    tags = {r.tag for r in spark.sql(f"select tag from {schema}.pend where id % 100 = 7 "
+                                     f"and id between 100000 and 199999").collect()}
+    assert tags == {"updated"}
+    assert planned  # the plan really had files
+
+
+def test_inline_clustering_every_n_commits(spark, schema):
+    table = TableRef(schema, "inline")
+    cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
+                        "target_file_size": 64_000, "small_file_limit": 0,
+                        "cluster_by": ["session"], "cluster_every_n_commits": 2})
+    logs = []
+    write_dataframe(spark, arrivals(spark, 0, rows=300), table, cfg, log=logs.append)
+    assert not any("inline clustering" in m for m in logs)
+    write_dataframe(spark, arrivals(spark, 1, rows=300), table, cfg, log=logs.append)
+    assert any("inline clustering" in m for m in logs)
+    fs = HadoopFS(spark)
+    tl = Timeline(fs, fs.qualify(describe_table(spark, table).location))
+    assert [i.action for i in tl.completed()] == ["commit", "commit", "replacecommit"]
+    assert spark.table(f"{schema}.inline").count() == 600

@@ -1,0 +1,63 @@
+import itertools
+
+import pytest
+
+from python_adapter.clustering import cluster_options, plan_groups
+from python_adapter.curves import hilbert_index, z_value
+
+
+def test_groups_take_small_files_largest_first_within_bytes_bound():
+    opts = cluster_options(["a"], target_file_size=100, small_file_limit=90,
+                           max_bytes_per_group=200)
+    files = {"d=1": [("f1", 10), ("f2", 80), ("f3", 95), ("f4", 60), ("f5", 70)],
+             "d=2": [("g1", 20)]}
+    groups = plan_groups(files, opts)
+    assert [(g.partition, [f for f, _ in g.files]) for g in groups] == [
+        ("d=1", ["f2", "f5"]), ("d=1", ["f4", "f1"]), ("d=2", ["g1"])]
+    assert [g.output_files for g in groups] == [2, 1, 1]
+    assert all(g.bytes <= 200 for g in groups)
+
+
+def test_group_cap_and_exclusions():
+    opts = cluster_options(["a"], target_file_size=100, small_file_limit=90,
+                           max_bytes_per_group=100, max_groups=2)
+    files = {"p": [(f"f{i}", 50) for i in range(10)]}
+    groups = plan_groups(files, opts, excluded={"f0", "f1"})
+    assert len(groups) == 2
+    assert not {"f0", "f1"} & {f for g in groups for f, _ in g.files}
+
+
+def test_defaults_scale_with_target_and_errors_name_keys():
+    opts = cluster_options("a", target_file_size="128MB")
+    assert opts.small_file_limit == 300_000_000 and opts.max_groups == 30
+    assert opts.max_bytes_per_group == 16 * 128_000_000
+    with pytest.raises(ValueError, match="cluster_strategy.*peano"):
+        cluster_options(["a"], strategy="peano")
+    with pytest.raises(ValueError, match="cluster_by"):
+        cluster_options([])
+    with pytest.raises(ValueError, match="cluster_max_bytes_per_group"):
+        cluster_options(["a"], target_file_size="10MB", max_bytes_per_group="1MB")
+
+
+@pytest.mark.parametrize("curve", [z_value, hilbert_index])
+@pytest.mark.parametrize("dims,bits", [(2, 3), (3, 2), (2, 5)])
+def test_curves_are_bijections_of_the_grid(curve, dims, bits):
+    points = list(itertools.product(range(2 ** bits), repeat=dims))
+    values = sorted(curve(p, bits) for p in points)
+    assert values == list(range(2 ** (bits * dims)))
+
+
+def test_hilbert_steps_are_grid_neighbours_and_z_is_not():
+    bits = 4
+    for dims in (2, 3):
+        order = sorted(itertools.product(range(2 ** bits), repeat=dims),
+                       key=lambda p: hilbert_index(p, bits))
+        for a, b in zip(order, order[1:]):
+            assert sum(abs(x - y) for x, y in zip(a, b)) == 1
+    zorder = sorted(itertools.product(range(16), repeat=2), key=lambda p: z_value(p, 4))
+    assert max(sum(abs(x - y) for x, y in zip(a, b)) for a, b in zip(zorder, zorder[1:])) > 1
+
+
+def test_z_value_interleaves_bits():
+    assert z_value((0b11, 0b00), 2) == 0b1010
+    assert z_value((0b00, 0b11), 2) == 0b0101
