@@ -18,7 +18,6 @@ from pyspark.sql import types as T
 from python_adapter.catalog import describe_table, sync_partitions
 from python_adapter.clustering import ClusterGroup, cluster_options, plan_groups
 from python_adapter.commit import CommitProtocol
-from python_adapter.curves import hilbert_index
 from python_adapter.fs import HadoopFS
 from python_adapter.sizes import format_duration, format_size
 from python_adapter.timeline import FileEntry
@@ -191,8 +190,13 @@ def order_rows(df, cluster_by, strategy, num_files, partition_by=()):
     if strategy == "zorder":
         key = _z_value_expr(rank_cols, RANK_BITS)
     else:
+        # Executors may not have this package installed: ship the curve code with the UDF.
+        from pyspark import cloudpickle
+        from python_adapter import curves
+
+        cloudpickle.register_pickle_by_value(curves)
         bits = RANK_BITS
-        hilbert = F.udf(lambda *c: hilbert_index(c, bits), T.LongType())
+        hilbert = F.udf(lambda *c: curves.hilbert_index(c, bits), T.LongType())
         key = hilbert(*[F.col(c) for c in rank_cols])
     return (ranked.withColumn("__sized_curve", key)
                   .repartitionByRange(num_files, *partition_by, "__sized_curve")

@@ -23,6 +23,10 @@ class ConfigError(ValueError):
     """A config value of a sized_incremental model is invalid."""
 
 
+class SchemaChangeError(ConfigError):
+    """The model's columns changed and on_schema_change does not allow it."""
+
+
 @dataclass(frozen=True)
 class SizedConfig:
     partition_by: Tuple[str, ...] = ()

@@ -14,7 +14,7 @@ from python_adapter.catalog import (TableRef, add_columns, create_table, describ
                                     drop_table, set_data_columns, sync_partitions,
                                     table_location)
 from python_adapter.commit import CommitProtocol, file_entry
-from python_adapter.config import ConfigError, check_columns
+from python_adapter.config import ConfigError, SchemaChangeError, check_columns
 from python_adapter.distribution import distribute
 from python_adapter.fs import HadoopFS
 from python_adapter.layout import Layout, LayoutFile
@@ -192,11 +192,11 @@ def _apply_schema_change(spark, table, df, existing, cfg, pcols, log):
             f"{missing or 'none'}, changed types: {changed or 'none'}")
     mode = cfg.on_schema_change
     if mode == "fail" or (mode == "ignore" and missing):
-        raise ConfigError(f"on_schema_change: the model's columns differ from the table's "
+        raise SchemaChangeError(f"on_schema_change: the model's columns differ from the table's "
                           f"({what}) and on_schema_change is {mode!r}; set it to "
                           f"append_new_columns or sync_all_columns, or run with --full-refresh")
     if changed and mode == "sync_all_columns":
-        raise ConfigError(f"on_schema_change: sync_all_columns cannot change the type of "
+        raise SchemaChangeError(f"on_schema_change: sync_all_columns cannot change the type of "
                           f"columns of existing Parquet files ({', '.join(changed)}); run with "
                           f"--full-refresh")
     if mode in ("append_new_columns", "sync_all_columns") and new_fields:
@@ -331,7 +331,8 @@ def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, prog
         df = validate_keys(df, _resolve_names(cfg.unique_key, df.columns), cfg.precombine_column)
     if cfg.delete_column:
         df = df.where(~F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False)))
-    cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cfg.distribution != "none" else df
+    cache = cfg.distribution != "none" and df.storageLevel == StorageLevel.NONE
+    cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cache else df
     try:
         plans, total_files, bpr, total_rows = _plan(spark, fs, cached, cfg, pcols, data_cols,
                                                     proto, instant, progress)
@@ -346,7 +347,7 @@ def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, prog
         added = _staged_entries(spark, fs, staging, _key_column(cfg, df))
         progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}")
     finally:
-        if cached is not df:
+        if cache:  # persist() returns the same object: remember whether we cached it
             cached.unpersist()
     current = _current_files(fs, proto.location, proto.timeline)
     if operation == "full_refresh" or not pcols:
@@ -359,7 +360,8 @@ def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, prog
 
 def _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress, table):
     """Upsert / insert: bin-pack into the partitions' small files, rewrite updated files."""
-    cached = df.persist(StorageLevel.MEMORY_AND_DISK)
+    cache = df.storageLevel == StorageLevel.NONE  # a caller's cache is the caller's to drop
+    cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cache else df
     try:
         bpr = cfg.bytes_per_row
         source = "config"
@@ -380,7 +382,8 @@ def _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress
             excluded=pending_plan_files(proto.timeline))
         added = _staged_entries(spark, fs, staging, _key_column(cfg, df))
     finally:
-        cached.unpersist()
+        if cache:
+            cached.unpersist()
     current = {f.path: f for f in _current_files(fs, proto.location, proto.timeline)}
     removed = [current[r] for r in removed_rels]
     progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}, "

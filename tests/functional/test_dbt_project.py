@@ -1,6 +1,7 @@
-"""dbt end to end, each run a real `dbt` process on the embedded Spark session: the
-integration project builds, a crashed run (the process killed mid-publish) is recovered by
-the next, and bad config fails the model with a message naming the key."""
+"""dbt end to end, each run a real `dbt` process, on the embedded Spark session and on a
+Spark standalone cluster on loopback (scripts/spark_cluster.sh): the integration project
+builds, upserts and clustering keep every row, a crashed run (the process killed
+mid-publish) is recovered, and bad config fails the model with a message naming the key."""
 import os
 import shutil
 import subprocess
@@ -13,13 +14,35 @@ REPO = Path(__file__).resolve().parents[2]
 DBT = str(Path(sys.executable).with_name("dbt"))
 
 
-def _dbt(project, home, *args, env_extra=None):
+CLUSTER_PORT = "7177"
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory):
+    """One master and two workers on 127.0.0.1, stopped (by pid) when the module is done."""
+    env = {**os.environ, "SIZED_CLUSTER_DIR": str(tmp_path_factory.mktemp("cluster")),
+           "SIZED_CLUSTER_PORT": CLUSTER_PORT, "PYTHON": sys.executable}
+    script = str(REPO / "scripts/spark_cluster.sh")
+    started = subprocess.run(["bash", script, "start"], env=env, capture_output=True, text=True)
+    assert started.returncode == 0, started.stdout + started.stderr
+    yield
+    subprocess.run(["bash", script, "stop"], env=env, capture_output=True, text=True)
+
+
+@pytest.fixture(params=["embedded", "cluster"])
+def target(request):
+    if request.param == "cluster":
+        request.getfixturevalue("spark_cluster")
+    return request.param
+
+
+def _dbt(project, home, target, *args, env_extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIZED_SPARK_FAULT")}
     env.update({"SPARK_LOCAL_IP": "127.0.0.1", "SIZED_SPARK_HOME": str(home),
-                "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"})
+                "SIZED_CLUSTER_PORT": CLUSTER_PORT, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"})
     env.update(env_extra or {})
-    return subprocess.run([DBT, *args, "--profiles-dir", str(project)], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run([DBT, *args, "--profiles-dir", str(project), "--target", target],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture
@@ -30,52 +53,65 @@ def mini(tmp_path):
     return project, tmp_path / "spark"
 
 
-def test_integration_project_builds_and_rebuilds_incrementally(tmp_path):
+def test_integration_project_builds_and_rebuilds_incrementally(tmp_path, target):
     project = tmp_path / "it"
     shutil.copytree(REPO / "integration_tests", project,
                     ignore=shutil.ignore_patterns(".spark", "target", "logs"))
     home = tmp_path / "spark"
     small = ["--vars", "{event_days: 40, base_rows_per_day: 300}"]
-    first = _dbt(project, home, "build", *small)
+    first = _dbt(project, home, target, "build", *small)
     assert first.returncode == 0, first.stdout[-4000:]
     assert "Completed successfully" in first.stdout
     assert "plan:" in first.stdout and "bytes per row" in first.stdout  # progress is logged
-    second = _dbt(project, home, "build", *small)
+    second = _dbt(project, home, target, "build", *small)
     assert second.returncode == 0, second.stdout[-4000:]
     assert "insert_overwrite:" in second.stdout
 
 
-def test_killed_run_is_recovered_by_the_next(mini):
+def test_upsert_crash_recovery_and_clustering(mini, target):
     project, home = mini
-    first = _dbt(project, home, "run", "--select", "orders")
+
+    def dbt(*args, **kw):
+        return _dbt(project, home, target, *args, **kw)
+
+    first = dbt("run", "--select", "orders")
     assert first.returncode == 0, first.stdout[-4000:]
     # the dbt process dies (like kill -9) after moving two files during publish
-    crashed = _dbt(project, home, "run", "--select", "orders", "--vars", "{batch: 2}",
+    crashed = dbt("run", "--select", "orders", "--vars", "{batch: 2}",
                    env_extra={"SIZED_SPARK_FAULT": "publish:2", "SIZED_SPARK_FAULT_MODE": "exit"})
     assert crashed.returncode != 0
     # its stale lock and half-published instant are recovered: the table is as after batch 1
-    recovered = _dbt(project, home, "run-operation", "sized_recover",
+    recovered = dbt("run-operation", "sized_recover",
                      "--args", "{relation: sized_it.orders}")
     assert recovered.returncode == 0, recovered.stdout[-4000:]
     assert "recovering stale writer lock" in recovered.stdout
     assert "rolling back unfinished commit" in recovered.stdout
     assert "1 unfinished instant(s) rolled back" in recovered.stdout
-    check = _dbt(project, home, "test", "--select", "orders_hold_each_key_once")
+    check = dbt("test", "--select", "orders_hold_each_key_once")
     assert check.returncode == 0, check.stdout[-4000:]
-    rerun = _dbt(project, home, "run", "--select", "orders", "--vars", "{batch: 2}")
+    rerun = dbt("run", "--select", "orders", "--vars", "{batch: 2}")
     assert rerun.returncode == 0, rerun.stdout[-4000:]
-    check = _dbt(project, home, "test", "--select", "orders_hold_each_key_once",
+    check = dbt("test", "--select", "orders_hold_each_key_once",
                  "--vars", "{batch: 2}")
     assert check.returncode == 0, check.stdout[-4000:]
-    timeline = _dbt(project, home, "run-operation", "sized_timeline",
+    timeline = dbt("run-operation", "sized_timeline",
                     "--args", "{relation: sized_it.orders}")
     assert timeline.returncode == 0, timeline.stdout[-4000:]
     assert timeline.stdout.count("| completed") == 2 and "upsert" in timeline.stdout
+    # cluster the upserted table along a Hilbert curve: every row stays, exactly once
+    clustered = dbt("run-operation", "sized_cluster", "--args",
+                    "{relation: sized_it.orders, cluster_by: [value, payload], strategy: hilbert}")
+    assert clustered.returncode == 0, clustered.stdout[-4000:]
+    assert "clustering: 1 plan(s)" in clustered.stdout
+    check = dbt("test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 2}")
+    assert check.returncode == 0, check.stdout[-4000:]
+    layout = dbt("run-operation", "sized_layout", "--args", "{relation: sized_it.orders}")
+    assert "value_min" in layout.stdout and "payload_max" in layout.stdout
 
 
 def test_bad_config_fails_the_model_naming_key_and_value(mini):
     project, home = mini
-    out = _dbt(project, home, "run", "--select", "bad_limit", "bad_key", "bad_strategy")
+    out = _dbt(project, home, "embedded", "run", "--select", "bad_limit", "bad_key", "bad_strategy")
     assert out.returncode != 0
     text = out.stdout
     assert "small_file_limit: '200MB' is larger than target_file_size '128MB'" in text

@@ -5,12 +5,15 @@
 the remote methods with a clear message.
 """
 import os
+import sys
 
 from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt_common.exceptions import DbtRuntimeError
 
 # Spark binds to loopback unless told otherwise; set before the JVM starts.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Executors start Python workers with the driver's interpreter unless told otherwise.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 class SizedSparkConnectionManager(SparkConnectionManager):

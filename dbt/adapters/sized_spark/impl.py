@@ -10,11 +10,11 @@ import agate
 from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.sized_spark.connections import SizedSparkConnectionManager
 from python_adapter.commit import LockError
-from python_adapter.config import ConfigError, parse_config
+from python_adapter.config import ConfigError, SchemaChangeError, parse_config
 from python_adapter.cluster_exec import run_clustering
 from python_adapter.layout import (LAYOUT_COLUMNS, file_columns, file_rows, layout_problems,
                                    layout_rows)
@@ -29,6 +29,9 @@ logger = AdapterLogger("SizedSpark")
 def _engine_call(what, fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
+    except SchemaChangeError as exc:
+        # dbt reports an on_schema_change='fail' stop as a compilation error on every adapter
+        raise CompilationError(f"{what}: {exc}") from exc
     except (ConfigError, WriteError, TimelineError, LockError, ValueError) as exc:
         raise DbtRuntimeError(f"{what}: {exc}") from exc
 
