@@ -61,8 +61,9 @@ GOAL_TIME_RATIO = 1.3
 # ----------------------------------------------------------------------------------------
 # Spark
 # ----------------------------------------------------------------------------------------
-def start_spark(tmp, driver_memory):
-    """A private local session with Hive support; everything it writes is under tmp."""
+def start_spark(tmp, driver_memory, java_options=""):
+    """A private local session with Hive support; everything it writes is under tmp.
+    java_options: extra driver JVM options (upsert.py / clustering.py pass -Xss, see README)."""
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 
@@ -79,7 +80,7 @@ def start_spark(tmp, driver_memory):
         .config("spark.sql.warehouse.dir", warehouse)
         .config("spark.hadoop.javax.jdo.option.ConnectionURL",
                 f"jdbc:derby:;databaseName={metastore};create=true")
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={tmp}")
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={tmp} {java_options}".strip())
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.local.dir", os.path.join(tmp, "spark-local"))
         .enableHiveSupport()

@@ -9,6 +9,7 @@ of its files rewrites that file at once (a dbt run does not wait), and the plan'
 holding it is dropped when the plan runs and planned again next time: clustering only ever
 replaces files that are still exactly as planned, so no update is lost.
 """
+import os
 import time
 from dataclasses import dataclass
 
@@ -21,6 +22,8 @@ from python_adapter.commit import CommitProtocol
 from python_adapter.fs import HadoopFS
 from python_adapter.sizes import format_duration, format_size
 from python_adapter.timeline import FileEntry
+from python_adapter.partitions import parse_partition_path
+from python_adapter.routing import routing_keys
 from python_adapter.upsert import file_filter
 
 RANK_BITS = 10   # ranks in [0, 1024) per column: Z / Hilbert values fit a bigint up to 6 columns
@@ -144,16 +147,27 @@ def _execute(spark, fs, proto, table, info, plan, result, log):
     strategy = plan.extra["strategy"]
     staging = proto.staging_dir(plan.instant) + "/data"
     try:
-        if valid:
-            outputs = sum(int(plan.extra.get(f"group.{g}.output_files", 1)) for g in valid)
-            rel_paths = [f.path for files in valid.values() for f in files]
-            df = spark.table(f"{table.schema}.{table.identifier}").where(
-                file_filter(spark, spark.table(f"{table.schema}.{table.identifier}").schema,
-                            info.partition_columns, rel_paths))
-            log(f"clustering {len(rel_paths)} files into about {outputs} "
+        table_name = f"{table.schema}.{table.identifier}"
+        schema = spark.table(table_name).schema
+        pcols = info.partition_columns
+        outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in valid}
+        single = [g for g in valid if outputs[g] == 1]
+        # Groups that become one file: one job, group i written whole by task i.
+        jobs = [single] if single else []
+        # Larger groups: one job each, range-partitioned within the group only, so a file
+        # never straddles two groups and each group gives exactly its planned files.
+        jobs += [[g] for g in valid if outputs[g] > 1]
+        for job in jobs:
+            rel_paths = [f.path for g in job for f in valid[g]]
+            df = spark.table(table_name).where(file_filter(spark, schema, pcols, rel_paths))
+            log(f"clustering {len(rel_paths)} files of {len(job)} group(s) "
                 f"({strategy} on {', '.join(cluster_by)})")
-            ordered = order_rows(df, cluster_by, strategy, outputs, info.partition_columns)
-            ordered.write.partitionBy(*info.partition_columns).mode("overwrite").parquet(staging)
+            if len(job) == 1:
+                out = order_rows(df, cluster_by, strategy, outputs[job[0]])
+            else:
+                out = one_file_per_group(spark, df, {g: [f.path for f in valid[g]] for g in job},
+                                         cluster_by, strategy)
+            out.write.partitionBy(*pcols).mode("append").parquet(staging)
         added = _staged_entries(spark, fs, staging)
         removed = [current[f.path] for files in valid.values() for f in files]
         inflight = proto.mark_inflight(plan, added, removed)
@@ -172,21 +186,64 @@ def _execute(spark, fs, proto, table, info, plan, result, log):
     result.bytes += sum(a.bytes for a in added)
 
 
+def one_file_per_group(spark, df, files_by_group, cluster_by, strategy):
+    """Groups that each become one file: route group i to task i, sort within it."""
+    # file names repeat across partitions: match (partition values, file name)
+    by_path = {p: i for i, g in enumerate(sorted(files_by_group)) for p in files_by_group[g]}
+    keys = routing_keys(len(files_by_group))
+    slot = F.lit(None).cast("long")
+    for path, i in by_path.items():
+        cond = F.col("_metadata.file_name") == os.path.basename(path)
+        for col, text in parse_partition_path(os.path.dirname(path)):
+            real = next(c for c in df.columns if c.lower() == col.lower())
+            cond = cond & (F.col(real).isNull() if text is None
+                           else F.col(real) == F.lit(text).cast(df.schema[real].dataType))
+        slot = F.when(cond, F.lit(keys[i])).otherwise(slot)
+    data_cols = df.columns
+    routed = df.withColumn("__sized_route", slot).repartition(len(keys), "__sized_route")
+    return _sort_within(routed.drop("__sized_route"), cluster_by, strategy, data_cols)
+
+
+def _sort_within(df, cluster_by, strategy, data_cols):
+    if strategy == "linear":
+        return df.sortWithinPartitions(*cluster_by)
+    ranked, key = _curve(df, cluster_by, strategy, keep_partitioning=True)
+    return ranked.withColumn("__sized_curve", key).sortWithinPartitions("__sized_curve") \
+        .select(*data_cols)
+
+
 def order_rows(df, cluster_by, strategy, num_files, partition_by=()):
     """Rows in `num_files` tasks, each a contiguous range of the clustering order, sorted."""
     data_cols = df.columns
     if strategy == "linear":
         return (df.repartitionByRange(num_files, *partition_by, *cluster_by)
                   .sortWithinPartitions(*partition_by, *cluster_by))
+    ranked, key = _curve(df, cluster_by, strategy)
+    return (ranked.withColumn("__sized_curve", key)
+                  .repartitionByRange(num_files, *partition_by, "__sized_curve")
+                  .sortWithinPartitions(*partition_by, "__sized_curve")
+                  .select(*data_cols))
+
+
+def _curve(df, cluster_by, strategy, keep_partitioning=False):
+    """(df with rank columns, curve expression). Spark's range partitioner gives an
+    order-preserving rank for any orderable type (strings, dates, numbers; nulls first),
+    from a sample, in one shuffle per column."""
     ranked = df
+    if keep_partitioning:
+        ranked = ranked.withColumn("__sized_task", F.spark_partition_id())
     rank_cols = []
     for i, col in enumerate(cluster_by):
-        # Spark's range partitioner gives an order-preserving rank for any orderable type
-        # (strings, dates, numbers; nulls first), from a sample, in one shuffle per column.
         rank = f"__sized_rank{i}"
         ranked = (ranked.repartitionByRange(1 << RANK_BITS, F.col(col))
                         .withColumn(rank, F.spark_partition_id().cast("long")))
         rank_cols.append(rank)
+    if keep_partitioning:
+        # ranks took shuffles: send rows back to the task (group) they came from
+        n = df.rdd.getNumPartitions()
+        keys = routing_keys(n)
+        route = F.element_at(F.array(*[F.lit(k) for k in keys]), F.col("__sized_task") + 1)
+        ranked = ranked.repartition(n, route).drop("__sized_task")
     if strategy == "zorder":
         key = _z_value_expr(rank_cols, RANK_BITS)
     else:
@@ -198,10 +255,7 @@ def order_rows(df, cluster_by, strategy, num_files, partition_by=()):
         bits = RANK_BITS
         hilbert = F.udf(lambda *c: curves.hilbert_index(c, bits), T.LongType())
         key = hilbert(*[F.col(c) for c in rank_cols])
-    return (ranked.withColumn("__sized_curve", key)
-                  .repartitionByRange(num_files, *partition_by, "__sized_curve")
-                  .sortWithinPartitions(*partition_by, "__sized_curve")
-                  .select(*data_cols))
+    return ranked, key
 
 
 def _z_value_expr(rank_cols, bits):

@@ -72,10 +72,11 @@ def test_curve_clustering_prunes_both_columns_better_than_linear(spark, schema, 
         return sum(1 for f in read_layout(spark, small_files_table, [column]).files
                    if f.ranges[0][1] <= value <= f.ranges[0][2])
 
-    run_clustering(spark, small_files_table, ["session"], "linear", target_file_size=20_000, **QUIET)
+    # about 8 files per partition: enough for a curve to split both columns' ranges
+    run_clustering(spark, small_files_table, ["session"], "linear", target_file_size=6_000, **QUIET)
     linear_user = sum(files_hit("user_id", v) for v in (17, 250, 480))
     run_clustering(spark, small_files_table, ["session", "user_id"], "zorder",
-                   target_file_size=20_000, small_file_limit=10**9, **QUIET)
+                   target_file_size=6_000, small_file_limit=10**9, **QUIET)
     zorder_user = sum(files_hit("user_id", v) for v in (17, 250, 480))
     assert zorder_user < linear_user
 

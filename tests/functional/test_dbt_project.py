@@ -107,6 +107,12 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
     assert check.returncode == 0, check.stdout[-4000:]
     layout = dbt("run-operation", "sized_layout", "--args", "{relation: sized_it.orders}")
     assert "value_min" in layout.stdout and "payload_max" in layout.stdout
+    report = project / "orders.html"
+    out = dbt("run-operation", "sized_report", "--args",
+              f"{{relation: sized_it.orders, path: 'file://{report}'}}")
+    assert out.returncode == 0, out.stdout[-4000:]
+    html = report.read_text()
+    assert "day=2025-03-01" in html and "hilbert" in html and "http" not in html
 
 
 def test_bad_config_fails_the_model_naming_key_and_value(mini):

@@ -18,6 +18,7 @@ from python_adapter.config import ConfigError, SchemaChangeError, parse_config
 from python_adapter.cluster_exec import run_clustering
 from python_adapter.layout import (LAYOUT_COLUMNS, file_columns, file_rows, layout_problems,
                                    layout_rows)
+from python_adapter.report import write_report
 from python_adapter.timeline import TimelineError
 from python_adapter.writer import (TIMELINE_COLUMNS, TableRef, WriteError, read_layout,
                                    recover_table, rollback_last_commit, timeline_rows,
@@ -149,3 +150,10 @@ class SizedSparkAdapter(SparkAdapter):
         rolled = _engine_call("sized_recover", recover_table, spark, self._table_ref(relation),
                               log=logger.info)
         return len(rolled)
+
+    @available
+    def sized_report(self, relation, path: str) -> str:
+        """Write a self-contained HTML report of the table to `path`; returns the path."""
+        spark = self.connections.spark_session("sized_report")
+        return _engine_call("sized_report", write_report, spark, self._table_ref(relation), path,
+                            log=logger.info)
