@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.catalog import describe_table, sync_partitions
-from python_adapter.clustering import ClusterGroup, cluster_options, plan_groups
-from python_adapter.commit import CommitProtocol
-from python_adapter.fs import HadoopFS
+from python_adapter.catalog import sync_partitions
+from python_adapter.transaction import WriteError, current_files, locked_table
+from python_adapter.clustering import cluster_options, plan_groups
 from python_adapter.sizes import format_duration, format_size
 from python_adapter.timeline import FileEntry
 from python_adapter.partitions import parse_partition_path
@@ -60,19 +59,9 @@ def run_clustering(spark, table, cluster_by=None, strategy="linear", schedule_on
                    log=print, **option_overrides):
     """Schedule a plan (when cluster_by is given) and, unless schedule_only, execute every
     pending plan. Returns a ClusterResult."""
-    from python_adapter.writer import WriteError, _current_files
-
     start = time.monotonic()
-    info = describe_table(spark, table)
-    if info is None:
-        raise WriteError(f"table {table.quoted} does not exist")
-    fs = HadoopFS(spark)
-    proto = CommitProtocol(fs, fs.qualify(info.location), log=log)
-    pcols = info.partition_columns
-    proto.acquire_lock("clustering")
-    try:
-        if proto.recover():
-            sync_partitions(spark, table, bool(pcols))
+    with locked_table(spark, table, "clustering", log=log) as (info, fs, proto):
+        pcols = info.partition_columns
         scheduled = 0
         if cluster_by:
             missing = [c for c in ([cluster_by] if isinstance(cluster_by, str) else cluster_by)
@@ -86,7 +75,7 @@ def run_clustering(spark, table, cluster_by=None, strategy="linear", schedule_on
                 option_overrides.setdefault("write_small_file_limit",
                                             int(last.extra.get("small_file_limit", 0)) or None)
             options = cluster_options(cluster_by, strategy, **option_overrides)
-            current = _current_files(fs, proto.location, proto.timeline)
+            current = current_files(fs, proto.location, proto.timeline)
             by_part = {}
             for f in current:
                 by_part.setdefault(f.partition, []).append((f.path, f.bytes))
@@ -104,10 +93,6 @@ def run_clustering(spark, table, cluster_by=None, strategy="linear", schedule_on
         if not schedule_only:
             for plan in scheduled_plans(proto.timeline):
                 _execute(spark, fs, proto, table, info, plan, result, log)
-    except Exception:
-        proto.release_lock()
-        raise
-    proto.release_lock()
     result.seconds = time.monotonic() - start
     log(result.message)
     return result
@@ -129,9 +114,9 @@ def _schedule(proto, pcols, options, groups, current):
 
 
 def _execute(spark, fs, proto, table, info, plan, result, log):
-    from python_adapter.writer import _current_files, _staged_entries
+    from python_adapter.writer import _staged_entries
 
-    current = {f.path: f for f in _current_files(fs, proto.location, proto.timeline)}
+    current = {f.path: f for f in current_files(fs, proto.location, proto.timeline)}
     groups, dropped = {}, set()
     for f in plan.removed:
         now = current.get(f.path)

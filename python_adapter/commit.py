@@ -110,18 +110,22 @@ class CommitProtocol:
                 continue  # a clustering plan waiting to be executed, not a crashed write
             self.log(f"rolling back unfinished {instant.action} {instant.instant} "
                      f"({instant.operation}, {instant.state})")
-            self._undo_files(instant)
-            self.fs.delete(self.staging_dir(instant.instant))
-            self.fs.delete(self.aside_dir(instant.instant))
-            for state in ("inflight", "requested"):
-                self.fs.delete(f"{self.timeline.dir}/{instant.instant}.{instant.action}.{state}",
-                               recursive=False)
+            self._roll_back(instant)
             rolled.append(instant)
         # Staging left behind by a completed instant (crash during cleanup) is garbage.
         for st in self.fs.list_dir(f"{self.meta}/staging"):
             if st.name not in waiting:
                 self.fs.delete(st.path)
         return rolled
+
+    def _roll_back(self, instant):
+        """Undo an unfinished instant; safe to repeat if interrupted (instant files go last)."""
+        self._undo_files(instant)
+        self.fs.delete(self.staging_dir(instant.instant))
+        self.fs.delete(self.aside_dir(instant.instant))
+        for state in ("inflight", "requested"):
+            self.fs.delete(f"{self.timeline.dir}/{instant.instant}.{instant.action}.{state}",
+                           recursive=False)
 
     def _undo_files(self, instant):
         for entry in instant.added:
@@ -200,12 +204,7 @@ class CommitProtocol:
         try:
             latest = {i.instant: i for i in self.timeline.instants()}.get(instant.instant, instant)
             if latest.state != "completed":
-                self._undo_files(latest)
-                self.fs.delete(self.staging_dir(instant.instant))
-                self.fs.delete(self.aside_dir(instant.instant))
-                for state in ("inflight", "requested"):
-                    self.fs.delete(f"{self.timeline.dir}/{instant.instant}.{instant.action}.{state}",
-                                   recursive=False)
+                self._roll_back(latest)
         except Exception as exc:  # leave it to the next run's recovery
             self.log(f"could not roll back {instant.instant} now ({exc}); the next run will")
 

@@ -9,7 +9,7 @@ import io
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import List, Optional, Tuple
+from typing import Tuple
 
 import fastavro
 

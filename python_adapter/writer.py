@@ -13,7 +13,8 @@ from pyspark.sql import functions as F
 from python_adapter.catalog import (TableRef, add_columns, create_table, describe_table,
                                     drop_table, set_data_columns, sync_partitions,
                                     table_location)
-from python_adapter.commit import CommitProtocol, file_entry
+from python_adapter.commit import file_entry
+from python_adapter.transaction import WriteError, current_files, locked_table
 from python_adapter.config import ConfigError, SchemaChangeError, check_columns
 from python_adapter.distribution import distribute
 from python_adapter.fs import HadoopFS
@@ -27,10 +28,6 @@ from python_adapter.cluster_exec import pending_plan_files, run_clustering
 
 __all__ = ["TableRef", "WriteError", "WriteResult", "write_model", "write_dataframe", "read_layout",
            "recover_table", "timeline_rows", "rollback_last_commit", "TIMELINE_COLUMNS"]
-
-
-class WriteError(RuntimeError):
-    """A sized write cannot go ahead; the table is left as it was."""
 
 
 @dataclass
@@ -107,24 +104,14 @@ def write_dataframe(spark, df, table, cfg, full_refresh=False, log=print):
         _create(spark, HadoopFS(spark), table, df.schema, pcols)
         existing = describe_table(spark, table)
 
-    fs = HadoopFS(spark)
-    location = fs.qualify(existing.location)
     # Data columns in table order, partition columns last, as the table stores them.
     pset = {c.lower() for c in pcols}
     data_cols = [c for c in existing.column_names if c.lower() not in pset]
     df = df.select(*data_cols, *pcols)
 
-    proto = CommitProtocol(fs, location, log=progress)
-    proto.acquire_lock(operation)
-    try:
-        if proto.recover():
-            sync_partitions(spark, table, bool(pcols))
+    with locked_table(spark, table, operation, log=progress, info=existing) as (_, fs, proto):
         result = _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation,
                                progress)
-    except Exception:
-        proto.release_lock()
-        raise
-    proto.release_lock()
     if cfg.cluster_every_n_commits and cfg.cluster_by:
         since = commits_since_clustering(proto.timeline)
         if since >= cfg.cluster_every_n_commits:
@@ -147,19 +134,8 @@ def commits_since_clustering(timeline):
 
 def recover_table(spark, table, log=print):
     """Roll back any unfinished instant of a table (what every writer does first)."""
-    info = describe_table(spark, table)
-    if info is None:
-        raise WriteError(f"table {table.quoted} does not exist")
-    fs = HadoopFS(spark)
-    proto = CommitProtocol(fs, fs.qualify(info.location), log=log)
-    proto.acquire_lock("recover")
-    try:
-        rolled = proto.recover()
-        if rolled:
-            sync_partitions(spark, table, bool(info.partition_columns))
-    finally:
-        proto.release_lock()
-    return rolled
+    with locked_table(spark, table, "recover", log=log) as (_, _fs, proto):
+        return proto.rolled_back
 
 
 def drop_table_or_view(spark, table):
@@ -349,7 +325,7 @@ def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, prog
     finally:
         if cache:  # persist() returns the same object: remember whether we cached it
             cached.unpersist()
-    current = _current_files(fs, proto.location, proto.timeline)
+    current = current_files(fs, proto.location, proto.timeline)
     if operation == "full_refresh" or not pcols:
         removed = current
     else:
@@ -384,7 +360,7 @@ def _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress
     finally:
         if cache:
             cached.unpersist()
-    current = {f.path: f for f in _current_files(fs, proto.location, proto.timeline)}
+    current = {f.path: f for f in current_files(fs, proto.location, proto.timeline)}
     removed = [current[r] for r in removed_rels]
     progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}, "
              f"rewriting {format_size(sum(f.bytes for f in removed))} of existing files")
@@ -393,19 +369,6 @@ def _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress
 
 def _key_column(cfg, df):
     return _resolve_names(cfg.unique_key[:1], df.columns)[0] if cfg.unique_key else None
-
-
-def _current_files(fs, location, timeline=None):
-    """FileEntry of every data file of the table now (hidden paths are not data), with the
-    rows and key statistics the timeline recorded when it has them."""
-    index = timeline.file_index() if timeline is not None else {}
-    out = []
-    for f in fs.list_files(location):
-        rel = f.path[len(location):].lstrip("/")
-        known = index.get(rel)
-        out.append(known if known is not None and known.bytes == f.size
-                   else file_entry(os.path.dirname(rel), rel, -1, f.size))
-    return out
 
 
 def read_layout(spark, table, cluster_by=None):
@@ -417,7 +380,7 @@ def read_layout(spark, table, cluster_by=None):
     fs = HadoopFS(spark)
     location = fs.qualify(info.location)
     timeline = Timeline(fs, location)
-    current = _current_files(fs, location)
+    current = current_files(fs, location)
     last = next((i for i in reversed(timeline.completed(actions=("commit",)))), None)
     target = int(last.extra["target_file_size"]) if last and "target_file_size" in last.extra else None
     small = int(last.extra["small_file_limit"]) if last and "small_file_limit" in last.extra else None
@@ -466,16 +429,8 @@ def timeline_rows(spark, table):
 def rollback_last_commit(spark, table, log=print):
     """Restore the table to its state before its last completed commit, as a new
     `rollback` instant through the commit protocol (so it is crash safe too)."""
-    info = describe_table(spark, table)
-    if info is None:
-        raise WriteError(f"table {table.quoted} does not exist")
-    fs = HadoopFS(spark)
-    proto = CommitProtocol(fs, fs.qualify(info.location), log=log)
-    pcols = info.partition_columns
-    proto.acquire_lock("rollback")
-    try:
-        if proto.recover():
-            sync_partitions(spark, table, bool(pcols))
+    with locked_table(spark, table, "rollback", log=log) as (info, fs, proto):
+        pcols = info.partition_columns
         completed = proto.timeline.completed()
         undone = {i.extra.get("rolled_back") for i in completed if i.action == "rollback"}
         last = next((i for i in reversed(completed)
@@ -496,7 +451,7 @@ def rollback_last_commit(spark, table, log=print):
         instant = proto.request("rollback", pcols, action="rollback",
                                 extra={"rolled_back": last.instant})
         try:
-            current = {f.path: f for f in _current_files(fs, proto.location, proto.timeline)}
+            current = {f.path: f for f in current_files(fs, proto.location, proto.timeline)}
             removed = [current[f.path] for f in last.added if f.path in current]
             inflight = proto.mark_inflight(instant, restore, removed)
             proto.publish(inflight)
@@ -507,10 +462,6 @@ def rollback_last_commit(spark, table, log=print):
             sync_partitions(spark, table, bool(pcols))
             raise
         proto.cleanup(done)
-    except Exception:
-        proto.release_lock()
-        raise
-    proto.release_lock()
     log(f"rolled back {last.operation} {last.instant}: restored {len(restore)} files, "
         f"removed {len(removed)}")
     return last.instant
