@@ -164,108 +164,108 @@ def stage_upsert(spark, fs, location, table_name, df, cfg, pcols, data_cols, byt
         for i, c in enumerate(pcols):
             tagged = tagged.withColumn(f"__sized_op{i}", F.col(c))
     tagged = tagged.persist()
-
-    # -- count what goes where: one aggregation ----------------------------------------
-    stats = tagged.groupBy(*pcols, *[f"__sized_op{i}" for i in range(len(pcols))],
-                           "__sized_file", "__sized_same", "__sized_del").count().collect()
-    values_of = {}                 # partition path -> partition values
-    updates_by_file = {}           # rel path -> rows replaced or removed in it
-    inserts_by_part = {}           # partition path -> rows to insert
-    spark_path_of = {}             # rel path -> the path string Spark reports
-    n = len(pcols)
-    for r in stats:
-        new_vals, old_vals = tuple(r[:n]), tuple(r[n:2 * n])
-        file_uri, same, deleted, count = r[2 * n], r[2 * n + 1], r[2 * n + 2], r[2 * n + 3]
-        if file_uri is not None:
-            rel = unquote(file_uri)[len(unquote(location)):].lstrip("/")
-            spark_path_of[rel] = file_uri
-            updates_by_file[rel] = updates_by_file.get(rel, 0) + count
-            values_of.setdefault(os.path.dirname(rel), old_vals)
-            if same or deleted:
+    try:
+        # -- count what goes where: one aggregation ----------------------------------------
+        stats = tagged.groupBy(*pcols, *[f"__sized_op{i}" for i in range(len(pcols))],
+                               "__sized_file", "__sized_same", "__sized_del").count().collect()
+        values_of = {}                 # partition path -> partition values
+        updates_by_file = {}           # rel path -> rows replaced or removed in it
+        inserts_by_part = {}           # partition path -> rows to insert
+        spark_path_of = {}             # rel path -> the path string Spark reports
+        n = len(pcols)
+        for r in stats:
+            new_vals, old_vals = tuple(r[:n]), tuple(r[n:2 * n])
+            file_uri, same, deleted, count = r[2 * n], r[2 * n + 1], r[2 * n + 2], r[2 * n + 3]
+            if file_uri is not None:
+                rel = unquote(file_uri)[len(unquote(location)):].lstrip("/")
+                spark_path_of[rel] = file_uri
+                updates_by_file[rel] = updates_by_file.get(rel, 0) + count
+                values_of.setdefault(os.path.dirname(rel), old_vals)
+                if same or deleted:
+                    continue
+            if deleted:
                 continue
-        if deleted:
-            continue
-        part = partition_path(pcols, new_vals)
-        values_of.setdefault(part, new_vals)
-        inserts_by_part[part] = inserts_by_part.get(part, 0) + count
+            part = partition_path(pcols, new_vals)
+            values_of.setdefault(part, new_vals)
+            inserts_by_part[part] = inserts_by_part.get(part, 0) + count
 
-    # -- plan per partition (pure) -----------------------------------------------------
-    plans = {}
-    for part in sorted(set(inserts_by_part) | {os.path.dirname(f) for f in updates_by_file}):
-        files = current.get(part, [])
-        upd = {f: c for f, c in updates_by_file.items() if os.path.dirname(f) == part}
-        plans[part] = plan_partition_write(
-            files, upd, inserts_by_part.get(part, 0), bytes_per_row, cfg.target_file_size,
-            cfg.small_file_limit, cfg.insert_split_size, excluded=excluded)
-    summary = summarize(plans)
-    progress(f"plan: {summary['files_rewritten']} files rewritten, {summary['new_files']} new "
-             f"files, {summary['inserts_into_existing']} inserts packed into small files, "
-             f"{summary['inserts_into_new']} into new files, {summary['updates']} rows "
-             f"updated or deleted")
+        # -- plan per partition (pure) -----------------------------------------------------
+        plans = {}
+        for part in sorted(set(inserts_by_part) | {os.path.dirname(f) for f in updates_by_file}):
+            files = current.get(part, [])
+            upd = {f: c for f, c in updates_by_file.items() if os.path.dirname(f) == part}
+            plans[part] = plan_partition_write(
+                files, upd, inserts_by_part.get(part, 0), bytes_per_row, cfg.target_file_size,
+                cfg.small_file_limit, cfg.insert_split_size, excluded=excluded)
+        summary = summarize(plans)
+        progress(f"plan: {summary['files_rewritten']} files rewritten, {summary['new_files']} new "
+                 f"files, {summary['inserts_into_existing']} inserts packed into small files, "
+                 f"{summary['inserts_into_new']} into new files, {summary['updates']} rows "
+                 f"updated or deleted")
 
-    slots = []
-    for part, plan in plans.items():
-        for rw in plan.rewrites:
-            slots.append(Slot(len(slots), part, values_of[part], rw.file_id, rw.inserts, rw.updates))
-        for count in plan.new_files:
-            slots.append(Slot(len(slots), part, values_of[part], None, count))
-    if not slots:
+        slots = []
+        for part, plan in plans.items():
+            for rw in plan.rewrites:
+                slots.append(Slot(len(slots), part, values_of[part], rw.file_id, rw.inserts, rw.updates))
+            for count in plan.new_files:
+                slots.append(Slot(len(slots), part, values_of[part], None, count))
+        if not slots:
+            return [], summary
+
+        # -- assemble the output rows, each with its slot ---------------------------------
+        pfields = [T.StructField(f"__sized_p{i}", df.schema[c].dataType, True) for i, c in enumerate(pcols)]
+        parts = []
+        rewrites = [s for s in slots if s.file]
+        if rewrites:
+            # Old rows of the rewritten files only: partition pruning plus the file-name filter on
+            # Spark's _metadata prunes every other file before it is opened.
+            fmap = _slot_of_rows(spark, [s.values + (os.path.basename(s.file), s.slot) for s in rewrites],
+                                 T.StructType(pfields + [T.StructField("__sized_name", T.StringType()),
+                                                         T.StructField("__sized_slot", T.LongType())]))
+            pruning = file_filter(spark, df.schema, pcols, [s.file for s in rewrites])
+            old = spark.table(table_name).where(pruning).withColumn("__sized_name",
+                                                                     F.col("_metadata.file_name"))
+            cond = old["__sized_name"] == fmap["__sized_name"]
+            for i, col in enumerate(pcols):
+                cond = cond & old[col].eqNullSafe(fmap[f"__sized_p{i}"])
+            old = old.join(fmap, cond).select(*data_cols, *pcols, "__sized_slot")
+            if keys:  # every incoming key replaces (or deletes) its old row, wherever it was
+                old = old.join(batch.select(*keys), keys, "left_anti")
+            parts.append(old.select(*data_cols, *pcols, "__sized_slot"))
+            upd_map = _slot_of_rows(spark, [(spark_path_of[s.file], s.slot) for s in rewrites
+                                            if s.file in spark_path_of],
+                                    "__sized_file string, __sized_slot long")
+            updates = tagged.where("__sized_same and not __sized_del").join(upd_map, "__sized_file")
+            parts.append(updates.select(*data_cols, *pcols, "__sized_slot"))
+
+        insert_rows = []
+        for part in plans:
+            total = inserts_by_part.get(part, 0)
+            done = 0
+            for s in slots:
+                if s.partition == part and s.inserts:
+                    insert_rows.append(s.values + (done / total, (done + s.inserts) / total, s.slot))
+                    done += s.inserts
+        if insert_rows:
+            imap = _slot_of_rows(spark, insert_rows, T.StructType(pfields + [
+                T.StructField("__sized_lo", T.DoubleType()), T.StructField("__sized_hi", T.DoubleType()),
+                T.StructField("__sized_slot", T.LongType())]))
+            ins = tagged.where("not __sized_del and not __sized_same").withColumn("__sized_u", F.rand(SEED))
+            cond = (ins["__sized_u"] >= imap["__sized_lo"]) & (ins["__sized_u"] < imap["__sized_hi"])
+            for i, col in enumerate(pcols):
+                cond = cond & ins[col].eqNullSafe(imap[f"__sized_p{i}"])
+            parts.append(ins.join(imap, cond).select(*data_cols, *pcols, "__sized_slot"))
+
+        out = parts[0]
+        for p in parts[1:]:
+            out = out.unionByName(p)
+        keys_df = spark.createDataFrame(list(enumerate(routing_keys(len(slots)))),
+                                        "__sized_slot long, __sized_route long")
+        out = (out.join(F.broadcast(keys_df), "__sized_slot")
+                  .repartition(len(slots), "__sized_route")
+                  .drop("__sized_slot", "__sized_route"))
+        progress(f"writing {len(slots)} files to staging")
+        out.write.partitionBy(*pcols).mode("overwrite").parquet(staging)
+        return [s.file for s in rewrites], summary
+    finally:
         tagged.unpersist()
-        return [], summary
-
-    # -- assemble the output rows, each with its slot ---------------------------------
-    pfields = [T.StructField(f"__sized_p{i}", df.schema[c].dataType, True) for i, c in enumerate(pcols)]
-    parts = []
-    rewrites = [s for s in slots if s.file]
-    if rewrites:
-        # Old rows of the rewritten files only: partition pruning plus the file-name filter on
-        # Spark's _metadata prunes every other file before it is opened.
-        fmap = _slot_of_rows(spark, [s.values + (os.path.basename(s.file), s.slot) for s in rewrites],
-                             T.StructType(pfields + [T.StructField("__sized_name", T.StringType()),
-                                                     T.StructField("__sized_slot", T.LongType())]))
-        pruning = file_filter(spark, df.schema, pcols, [s.file for s in rewrites])
-        old = spark.table(table_name).where(pruning).withColumn("__sized_name",
-                                                                 F.col("_metadata.file_name"))
-        cond = old["__sized_name"] == fmap["__sized_name"]
-        for i, col in enumerate(pcols):
-            cond = cond & old[col].eqNullSafe(fmap[f"__sized_p{i}"])
-        old = old.join(fmap, cond).select(*data_cols, *pcols, "__sized_slot")
-        if keys:  # every incoming key replaces (or deletes) its old row, wherever it was
-            old = old.join(batch.select(*keys), keys, "left_anti")
-        parts.append(old.select(*data_cols, *pcols, "__sized_slot"))
-        upd_map = _slot_of_rows(spark, [(spark_path_of[s.file], s.slot) for s in rewrites
-                                        if s.file in spark_path_of],
-                                "__sized_file string, __sized_slot long")
-        updates = tagged.where("__sized_same and not __sized_del").join(upd_map, "__sized_file")
-        parts.append(updates.select(*data_cols, *pcols, "__sized_slot"))
-
-    insert_rows = []
-    for part in plans:
-        total = inserts_by_part.get(part, 0)
-        done = 0
-        for s in slots:
-            if s.partition == part and s.inserts:
-                insert_rows.append(s.values + (done / total, (done + s.inserts) / total, s.slot))
-                done += s.inserts
-    if insert_rows:
-        imap = _slot_of_rows(spark, insert_rows, T.StructType(pfields + [
-            T.StructField("__sized_lo", T.DoubleType()), T.StructField("__sized_hi", T.DoubleType()),
-            T.StructField("__sized_slot", T.LongType())]))
-        ins = tagged.where("not __sized_del and not __sized_same").withColumn("__sized_u", F.rand(SEED))
-        cond = (ins["__sized_u"] >= imap["__sized_lo"]) & (ins["__sized_u"] < imap["__sized_hi"])
-        for i, col in enumerate(pcols):
-            cond = cond & ins[col].eqNullSafe(imap[f"__sized_p{i}"])
-        parts.append(ins.join(imap, cond).select(*data_cols, *pcols, "__sized_slot"))
-
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.unionByName(p)
-    keys_df = spark.createDataFrame(list(enumerate(routing_keys(len(slots)))),
-                                    "__sized_slot long, __sized_route long")
-    out = (out.join(F.broadcast(keys_df), "__sized_slot")
-              .repartition(len(slots), "__sized_route")
-              .drop("__sized_slot", "__sized_route"))
-    progress(f"writing {len(slots)} files to staging")
-    out.write.partitionBy(*pcols).mode("overwrite").parquet(staging)
-    tagged.unpersist()
-    return [s.file for s in rewrites], summary
