@@ -4,6 +4,7 @@ checks as (
   select 'events_range' as model, count(*) as n, sum(amount) as s from {{ ref('events_range') }}
   union all select 'events_exact', count(*), sum(amount) from {{ ref('events_exact') }}
   union all select 'events_hash', count(*), sum(amount) from {{ ref('events_hash') }}
+  union all select 'events_plain', count(*), sum(amount) from {{ ref('events_plain') }}
   union all select 'events_static', count(*), sum(amount) from {{ ref('events_static') }}
   union all select 'events_by_customer', count(*), sum(amount) from {{ ref('events_by_customer') }}
 )
