@@ -2,7 +2,7 @@
 """Upsert benchmark: 20 incremental batches into the backfill benchmark's table, same batches
 for every method.
 
-    python benchmarks/upsert.py [--rows 1000000] [--target 128KB] [--batches 20] [--out benchmarks/out]
+    python benchmarks/upsert.py [--rows 200000] [--target 64KB] [--batches 20] [--out benchmarks/out]
 
 The foundation table is backfill.py's (a year of daily partitions, +10% a month), written
 once by ours and copied file for file into the baselines' tables, so every method starts
@@ -48,7 +48,7 @@ OURS, APPEND, OVERWRITE = "ours upsert", "dbt append", "dbt insert_overwrite"
 METHODS = (OURS, APPEND, OVERWRITE)
 TABLES = {OURS: "up_ours", APPEND: "up_dbt_append", OVERWRITE: "up_dbt_insert_overwrite"}
 COLS = ", ".join(DATA_COLS + ["event_date"])
-NEW_ROWS = f"{SCHEMA}.upsert_new_rows"
+BATCHES = f"{SCHEMA}.upsert_batches"      # every batch, partitioned by batch
 FIRST_NEW_DAY = START + timedelta(days=DAYS)     # 2026-01-01: batch b adds day FIRST_NEW_DAY + b - 1
 
 
@@ -79,7 +79,23 @@ def table_location(spark, name):
 
 
 def listing(spark, location):
-    """{rel path: bytes} of the table's data files (hidden entries, e.g. .sized/, skipped)."""
+    """{rel path: bytes} of the table's data files (hidden entries, e.g. .sized/, skipped).
+    A local warehouse is walked with os.walk: HadoopFS.list_files makes several py4j calls
+    per file, seconds per listing at these file counts, and this runs 6 times per batch."""
+    from urllib.parse import unquote, urlparse
+
+    url = urlparse(location)
+    if url.scheme == "file":
+        root = unquote(url.path).rstrip("/")
+        out = {}
+        for d, dirs, names in os.walk(root):
+            dirs[:] = [x for x in dirs if x[:1] not in (".", "_")]
+            rel_dir = os.path.relpath(d, root)
+            for n in names:
+                if n[:1] not in (".", "_") and n.endswith(".parquet"):
+                    rel = n if rel_dir == "." else f"{rel_dir}/{n}"
+                    out[rel] = os.path.getsize(os.path.join(d, n))
+        return out
     return {f.path[len(location):].lstrip("/"): f.size
             for f in HadoopFS(spark).list_files(location) if f.name.endswith(".parquet")}
 
@@ -122,56 +138,66 @@ def batch_plan(args, base_rows, base_dates):
 
 
 def materialize_batches(spark, args, plans, base_rows, rows_by_date, input_partitions):
-    """Write every batch once as a Parquet table bench.batch_NN of args.batch_files files
-    (round robin, so every file holds every date of the batch, as arriving data does).
-    New rows: backfill.py's generator continued past the backfill's ids, with their dates
-    set here. Updates: rows of the backfill (bench.source) in the batch's update days, a new
-    amount and event_type, same key and partition. Returns per batch: rows, bytes as Parquet
-    (the bytes ingested), dates touched."""
+    """Write every batch once, in one job, into the Parquet table BATCHES partitioned by
+    batch: args.batch_files files per batch (round robin, so every file holds every date of
+    its batch, as arriving data does). Each batch is then the temp view batch_NN that every
+    method reads. New rows: backfill.py's generator continued past the backfill's ids, with
+    their dates set here. Updates: rows of the backfill (bench.source) in the batch's update
+    days, sampled (about n_upd), with a new amount and event_type, same key and partition.
+    Returns per batch: rows, updates, bytes as Parquet (the bytes ingested), dates touched."""
     from pyspark.sql import functions as F
 
     total = base_rows + sum(p["n_new"] for p in plans)
+    n_new = plans[0]["n_new"]
     # The generator's rows for ids >= base_rows (ids < base_rows are the backfill itself).
-    spark.sql(f"DROP TABLE IF EXISTS {NEW_ROWS}")
-    (generated(spark, total, input_partitions).where(F.col("event_id") >= base_rows)
-     .write.format("parquet").saveAsTable(NEW_ROWS))
-    new_all = spark.table(NEW_ROWS)
-    source = spark.table(SOURCE)
+    batch = (F.floor((F.col("event_id") - F.lit(base_rows)) / F.lit(n_new)) + 1).cast("int")
+    new_day = F.date_add(F.lit(FIRST_NEW_DAY.isoformat()).cast("date"), F.col("batch") - 1)
+    late = F.date_sub(new_day, (F.floor(F.rand(SEED + 100) * args.recent_days) + 1).cast("int"))
+    new = (generated(spark, total, input_partitions).where(F.col("event_id") >= base_rows)
+           .withColumn("batch", batch)
+           .withColumn("event_date", F.when(F.rand(SEED + 200) < args.new_day_share, new_day)
+                       .otherwise(late)))
+    # Updates: one (batch, day, sampling fraction) row per update day of each batch.
+    picks = []
+    for p in plans:
+        in_days = sum(rows_by_date[d] for d in p["update_days"])
+        for d in p["update_days"]:
+            picks.append((p["batch"], d, min(1.0, p["n_upd"] / max(in_days, 1))))
+    picks = spark.createDataFrame(picks, "batch int, event_date date, fraction double")
+    types = F.array(*[F.lit(x) for x in ("refund", "purchase", "chargeback")])
+    upd = (spark.table(SOURCE).join(F.broadcast(picks), "event_date")
+           .where(F.rand(SEED + 300) < F.col("fraction"))
+           .withColumn("amount", F.round(F.rand(SEED + 500) * 500, 2))
+           .withColumn("event_type",
+                       F.element_at(types, (F.floor(F.rand(SEED + 600) * 3) + 1).cast("int"))))
+    cols = [*DATA_COLS, "event_date", "batch"]
+    spark.sql(f"DROP TABLE IF EXISTS {BATCHES}")
+    (new.select(*cols).unionByName(upd.select(*cols)).repartition(args.batch_files)
+     .write.format("parquet").partitionBy("batch").saveAsTable(BATCHES))
+    files = listing(spark, table_location(spark, BATCHES.split(".")[1]))
+    bytes_of, files_of = defaultdict(int), defaultdict(int)
+    for rel, size in files.items():
+        b = int(partition_of(rel).split("=")[1])
+        bytes_of[b] += size
+        files_of[b] += 1
+    counts = defaultdict(lambda: defaultdict(int))   # batch -> date -> rows
+    updates = defaultdict(int)
+    for r in (spark.table(BATCHES).groupBy("batch", "event_date",
+                                           (F.col("event_id") < base_rows).alias("upd"))
+              .count().collect()):
+        counts[r[0]][r[1]] += r[3]
+        if r[2]:
+            updates[r[0]] += r[3]
     info = []
     for p in plans:
         b = p["batch"]
-        lo, hi = p["first_id"], p["first_id"] + p["n_new"]
-        # Half the new rows on the new day, half late arrivals spread over the recent days.
-        recent = F.array(*[F.lit(d.isoformat()).cast("date") for d in p["recent"]])
-        late = F.element_at(recent, (F.floor(F.rand(SEED + 100 + b) * len(p["recent"])) + 1)
-                            .cast("int"))
-        new = (new_all.where((F.col("event_id") >= lo) & (F.col("event_id") < hi))
-               .withColumn("event_date",
-                           F.when(F.rand(SEED + 200 + b) < args.new_day_share,
-                                  F.lit(p["new_day"].isoformat()).cast("date"))
-                           .otherwise(late)))
-        in_days = sum(rows_by_date[d] for d in p["update_days"])
-        fraction = min(1.0, 1.2 * p["n_upd"] / max(in_days, 1))
-        types = F.array(*[F.lit(x) for x in ("refund", "purchase", "chargeback")])
-        upd = (source.where(F.col("event_date").isin(
-                   [F.lit(d.isoformat()).cast("date") for d in p["update_days"]]))
-               .sample(fraction=fraction, seed=SEED + 300 + b)
-               .orderBy(F.rand(SEED + 400 + b)).limit(p["n_upd"])
-               .withColumn("amount", F.round(F.rand(SEED + 500 + b) * 500, 2))
-               .withColumn("event_type", F.element_at(
-                   types, (F.floor(F.rand(SEED + 600 + b) * 3) + 1).cast("int"))))
-        name = f"{SCHEMA}.batch_{b:02d}"
-        spark.sql(f"DROP TABLE IF EXISTS {name}")
-        (new.select(*DATA_COLS, "event_date").unionByName(upd.select(*DATA_COLS, "event_date"))
-         .repartition(args.batch_files).write.format("parquet").saveAsTable(name))
-        loc = table_location(spark, f"batch_{b:02d}")
-        files = listing(spark, loc)
-        counts = {r[0]: r[1] for r in spark.table(name).groupBy("event_date").count().collect()}
-        n_upd = spark.table(name).where(F.col("event_id") < base_rows).count()
-        info.append({**p, "table": name, "rows": sum(counts.values()), "updates": n_upd,
-                     "new": sum(counts.values()) - n_upd, "bytes": sum(files.values()),
-                     "files": len(files),
-                     "touched": {f"event_date={d.isoformat()}" for d in counts}})
+        view = f"batch_{b:02d}"
+        spark.sql(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {COLS} FROM {BATCHES} "
+                  f"WHERE batch = {b}")
+        rows = sum(counts[b].values())
+        info.append({**p, "table": view, "rows": rows, "updates": updates[b],
+                     "new": rows - updates[b], "bytes": bytes_of[b], "files": files_of[b],
+                     "touched": {f"event_date={d.isoformat()}" for d in counts[b]}})
     return info
 
 
@@ -351,8 +377,9 @@ def plot(history, small_limit, path, title):
 # ----------------------------------------------------------------------------------------
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=1_000_000, help="rows of the initial table")
-    ap.add_argument("--target", default="128KB", help="target file size (128KB = 128,000 B)")
+    ap.add_argument("--rows", type=int, default=200_000,
+                    help="rows of the initial table (200000; see README for why not more)")
+    ap.add_argument("--target", default="64KB", help="target file size (64KB = 64,000 B)")
     ap.add_argument("--small-file-limit", default=None,
                     help="small-file limit of ours and of every count (default: the config's, "
                          "100/128 of the target)")
@@ -412,7 +439,7 @@ def main(argv=None):
         print(f"  {src['rows']:,} rows, {src['bytes'] / 1e6:,.1f} MB, {len(rows_by_date)} days "
               f"({time.perf_counter() - t0:.1f}s)", flush=True)
 
-        print("writing the batches once (bench.batch_NN) ...", flush=True)
+        print(f"writing the batches once ({BATCHES}) ...", flush=True)
         t0 = time.perf_counter()
         plans = batch_plan(args, src["rows"], sorted(rows_by_date))
         batches = materialize_batches(spark, args, plans, src["rows"], rows_by_date,
@@ -462,6 +489,7 @@ def main(argv=None):
                   f"{len(info['touched'])} partitions touched; ingested "
                   f"{info['bytes'] / 1000:,.0f} kB ({info['files']} Parquet files)", flush=True)
             rec = {"batch": b}
+            t_batch = time.perf_counter()
             # Rotate the order so no method always runs first (or last) on the shared machine.
             order = METHODS[(b - 1) % 3:] + METHODS[:(b - 1) % 3]
             for meth in order:
@@ -479,6 +507,8 @@ def main(argv=None):
             goal_fail += sum(1 for g in lines if "FAIL" in g)
             for g in lines:
                 print(f"  goal (ours): {g}", flush=True)
+            print(f"  (batch done in {time.perf_counter() - t_batch:.1f}s, measuring included)",
+                  flush=True)
 
         print("\nchecking the final tables ...", flush=True)
         expected_rows = src["rows"] + sum(b["new"] for b in batches)

@@ -63,6 +63,8 @@ def test_integration_project_builds_and_rebuilds_incrementally(tmp_path, target)
     assert first.returncode == 0, first.stdout[-4000:]
     assert "Completed successfully" in first.stdout
     assert "plan:" in first.stdout and "bytes per row" in first.stdout  # progress is logged
+    if target == "cluster":
+        return  # the incremental path is the same code; CI time goes to the upsert scenario
     second = _dbt(project, home, target, "build", *small)
     assert second.returncode == 0, second.stdout[-4000:]
     assert "insert_overwrite:" in second.stdout

@@ -1,0 +1,462 @@
+#!/usr/bin/env python
+"""Clustering benchmark: point queries on a table written in small arrival-time batches,
+before clustering and after linear, Z-order and Hilbert clustering (same table, re-clustered).
+
+    python benchmarks/clustering.py [--rows 1000000] [--batches 30] [--target 1MB] [--out benchmarks/out]
+
+The table (unpartitioned; event_id, session_id, user_id, event_time, event_type, amount,
+payload) is written by ours with incremental_strategy 'insert' and small_file_limit 0, one
+write per arrival day, so every session's events are spread over many files. Then the same
+table is clustered three times in a row (each run rewrites every file from the previous
+layout): linear on session_id, zorder on (session_id, user_id), hilbert on (session_id,
+user_id). In each state, point queries on session_id and on user_id (a few random values,
+averaged) report rows scanned and files from the scan's Spark SQL metrics, the files whose
+row groups were actually read (per-task input metrics, one file per task) and the wall time.
+Writes <out>/clustering.md. See benchmarks/README.md.
+"""
+import argparse
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+from backfill import SCHEMA, SEED, conf_set, md_table, start_spark, text_table  # noqa: E402
+from python_adapter.catalog import TableRef  # noqa: E402
+from python_adapter.cluster_exec import run_clustering  # noqa: E402
+from python_adapter.config import parse_config  # noqa: E402
+from python_adapter.sizes import parse_size  # noqa: E402
+from python_adapter.writer import read_layout, write_dataframe  # noqa: E402
+
+TABLE = "cl_events"
+SOURCE = f"{SCHEMA}.cl_source"          # every row once, partitioned by arrival batch
+START_EPOCH = 1_764_547_200             # 2025-12-01 00:00:00 UTC: batch b = day b
+COLS = ["event_id", "session_id", "user_id", "event_time", "event_type", "amount", "payload"]
+QUERY_COLS = ("session_id", "user_id")
+
+# Goals (printed, never asserted).
+GOAL_ROWS_SHARE = 0.02     # a point query on session_id scans at most 2% of the rows ...
+GOAL_SPEEDUP = 2.0         # ... and runs at least 2x faster than before clustering
+GOAL_FILES_RATIO = 3.0     # user_id point query: zorder / hilbert scan 3x fewer files than linear
+
+
+# ----------------------------------------------------------------------------------------
+# Data
+# ----------------------------------------------------------------------------------------
+def events(spark, rows, days, sessions, users, partitions, seed=SEED):
+    """Events of `sessions` sessions (about rows / sessions events each) of `users` users,
+    arriving over `days` days. A session's events are spread over the whole period, so each
+    arrival batch holds a few events of most sessions; session ids are random (md5), not
+    ordered like users, so sorting by one column says nothing about the other. ~80 B/row."""
+    from pyspark.sql import functions as F
+
+    s = F.pmod(F.xxhash64("id", F.lit(11)), F.lit(sessions))
+    secs = F.floor(F.rand(seed) * (days * 86400)).cast("long")
+    types = F.array(*[F.lit(x) for x in ("view", "click", "search", "add_to_cart", "purchase")])
+    return (
+        spark.range(0, rows, 1, partitions)
+        .withColumn("s", s)
+        .withColumn("secs", secs)
+        .select(
+            F.col("id").alias("event_id"),
+            F.substring(F.md5(F.concat(F.lit("session-"), F.col("s").cast("string"))), 1, 20)
+            .alias("session_id"),
+            F.pmod(F.xxhash64("s", F.lit(13)), F.lit(users)).alias("user_id"),
+            F.timestamp_seconds(F.lit(START_EPOCH) + F.col("secs")).alias("event_time"),
+            F.element_at(types, (F.pmod(F.xxhash64("id", F.lit(2)), F.lit(5)) + 1).cast("int"))
+            .alias("event_type"),
+            F.round(F.rand(seed + 1) * 500, 2).alias("amount"),
+            F.substring(F.sha2(F.col("id").cast("string"), 256), 1, 40).alias("payload"),
+            F.floor(F.col("secs") / 86400).cast("int").alias("batch"),
+        )
+    )
+
+
+def write_arrivals(spark, args, target, log):
+    """The table as arrival batches make it: one ours 'insert' per day, small_file_limit 0
+    (no packing into earlier files), distribution exact. Returns per-write seconds."""
+    from pyspark.sql import functions as F
+
+    cfg = parse_config({"incremental_strategy": "insert", "target_file_size": target,
+                        "small_file_limit": 0, "distribution": "exact"})
+    spark.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{TABLE}")
+    walls = []
+    for b in range(args.batches):
+        t0 = time.perf_counter()
+        batch = spark.table(SOURCE).where(F.col("batch") == b).select(*COLS)
+        write_dataframe(spark, batch, TableRef(SCHEMA, TABLE), cfg, log=log)
+        walls.append(time.perf_counter() - t0)
+    return walls
+
+
+# ----------------------------------------------------------------------------------------
+# Metrics of a query
+# ----------------------------------------------------------------------------------------
+def scan_metrics(df):
+    """{metric name: value} summed over the FileSourceScanExec nodes of df's executed plan
+    (run the query first). Spark 4.x names: numFiles ('number of files read': the files of
+    the selected partitions, listed before any row-group skipping), numOutputRows ('number
+    of output rows': rows of the row groups the Parquet reader did not skip, before the
+    Filter above it), filesSize, numPartitions, metadataTime, scanTime."""
+    totals = {}
+
+    def walk(node):
+        if node.getClass().getSimpleName() == "FileSourceScanExec":
+            metrics = node.metrics()
+            it = metrics.keySet().iterator()
+            while it.hasNext():
+                key = it.next()
+                totals[key] = totals.get(key, 0) + metrics.apply(key).value()
+        if node.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+            walk(node.executedPlan())
+        children = node.children()
+        for i in range(children.size()):
+            walk(children.apply(i))
+
+    walk(df._jdf.queryExecution().executedPlan())
+    return totals
+
+
+def files_read(spark, build_query, largest_file):
+    """Files the Parquet reader really read rows from: run the query with one file per task
+    (maxPartitionBytes and openCostInBytes = the largest file + 1) and count the tasks whose
+    input metrics show records read (a file whose row groups were all skipped by their
+    statistics or dictionaries reads its footer only). Per-task metrics come from Spark's
+    status store (kept without the UI). Returns (files read, tasks) or (None, None)."""
+    sc = spark.sparkContext
+    group = f"files-read-{time.time_ns()}"
+    with conf_set(spark, **{"spark.sql.files.maxPartitionBytes": largest_file + 1,
+                            "spark.sql.files.openCostInBytes": largest_file + 1}):
+        sc.setJobGroup(group, "files read")
+        try:
+            build_query().collect()
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+            sc.setLocalProperty("spark.job.description", None)
+    try:
+        jsc = sc._jsc.sc()
+        jsc.listenerBus().waitUntilEmpty()
+        store = jsc.statusStore()
+        tracker = sc.statusTracker()
+        read = tasks = 0
+        for job in tracker.getJobIdsForGroup(group):
+            for stage in tracker.getJobInfo(job).stageIds:
+                info = tracker.getStageInfo(stage)
+                seq = store.taskList(stage, info.currentAttemptId, 1_000_000)
+                for i in range(seq.size()):
+                    metrics = seq.apply(i).taskMetrics()
+                    if metrics.isEmpty():
+                        continue
+                    tasks += 1
+                    if metrics.get().inputMetrics().recordsRead() > 0:
+                        read += 1
+        return read, tasks
+    except Exception as exc:  # the status store is Spark-internal: report, do not fail
+        print(f"    (files read not measured: {exc.__class__.__name__}: {exc})", flush=True)
+        return None, None
+
+
+def minmax_files(layout, col, value):
+    """Files whose [min, max] of col holds value: what file-level min/max skipping reads."""
+    n = 0
+    for f in layout.files:
+        rng = {c: (lo, hi) for c, lo, hi in f.ranges}
+        lo, hi = rng[col]
+        if lo is not None and hi is not None and lo <= value <= hi:
+            n += 1
+    return n
+
+
+def measure_state(spark, label, values, table_rows, runs, log):
+    """Point queries in the table's current state: averages per query column."""
+    from pyspark.sql import functions as F
+
+    layout = read_layout(spark, TableRef(SCHEMA, TABLE), cluster_by=list(QUERY_COLS))
+    sizes = [f.bytes for f in layout.files]
+    largest = max(sizes)
+    out = {"label": label, "files": len(sizes), "bytes": sum(sizes),
+           "median_file": statistics.median(sizes), "queries": {}}
+    for col in QUERY_COLS:
+        def query(v, col=col):
+            return spark.table(f"{SCHEMA}.{TABLE}").where(F.col(col) == F.lit(v))
+        query(values[col][0]).collect()  # warm-up (untimed): JIT, footer and listing caches
+        per = []
+        for v in values[col]:
+            walls = []
+            for _ in range(runs):
+                df = query(v)
+                t0 = time.perf_counter()
+                found = df.collect()
+                walls.append(time.perf_counter() - t0)
+            m = scan_metrics(df)
+            read, tasks = files_read(spark, lambda v=v: query(v), largest)
+            per.append({"rows": m.get("numOutputRows", 0), "num_files": m.get("numFiles", 0),
+                        "read": read, "tasks": tasks, "minmax": minmax_files(layout, col, v),
+                        "wall": min(walls), "found": len(found)})
+            log(f"{label}, {col} = {v}: {len(found)} rows found, scan output "
+                f"{per[-1]['rows']:,} rows, numFiles {per[-1]['num_files']}, files read "
+                f"{read} of {tasks} tasks, min/max {per[-1]['minmax']}, "
+                f"{min(walls) * 1000:.0f} ms (best of {runs})")
+        mean = lambda key: (statistics.fmean(p[key] for p in per)  # noqa: E731
+                            if all(p[key] is not None for p in per) else None)
+        out["queries"][col] = {k: mean(k) for k in ("rows", "num_files", "read", "minmax",
+                                                    "wall", "found")}
+        out["queries"][col]["share"] = out["queries"][col]["rows"] / table_rows
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# Output
+# ----------------------------------------------------------------------------------------
+def fmt(x, spec=",.0f"):
+    return "-" if x is None else format(x, spec)
+
+
+def state_rows(states):
+    head = ["state", "files", "median file kB", "clustering job s", "clustering wall s"]
+    body = [[s["label"], f"{s['files']:,}", f"{s['median_file'] / 1000:,.0f}",
+             fmt(s.get("job_s"), ".1f"), fmt(s.get("wall_s"), ".1f")] for s in states]
+    return head, body
+
+
+def query_rows(states):
+    head = ["state", "query on", "rows scanned", "% of rows", "numFiles", "files read",
+            "files by min/max", "wall ms", "speed-up vs before"]
+    before = states[0]["queries"]
+    body = []
+    for col in QUERY_COLS:
+        for s in states:
+            q = s["queries"][col]
+            body.append([s["label"], col, f"{q['rows']:,.0f}", f"{100 * q['share']:.2f}%",
+                         f"{q['num_files']:,.1f}", fmt(q["read"], ",.1f"),
+                         f"{q['minmax']:,.1f}", f"{q['wall'] * 1000:,.0f}",
+                         f"{before[col]['wall'] / q['wall']:.2f}x"])
+    return head, body
+
+
+def goal_lines(states):
+    before = states[0]["queries"]["session_id"]
+    by = {s["label"]: s["queries"] for s in states}
+    lines = []
+    for s in states[1:]:
+        q = s["queries"]["session_id"]
+        speed = before["wall"] / q["wall"]
+        lines.append(
+            f"{s['label']}: session_id point query scans {100 * q['share']:.2f}% of the rows "
+            f"-> {'PASS' if q['share'] <= GOAL_ROWS_SHARE else 'FAIL'} (goal: at most "
+            f"{100 * GOAL_ROWS_SHARE:.0f}%); {speed:.2f}x faster than before -> "
+            f"{'PASS' if speed >= GOAL_SPEEDUP else 'FAIL'} (goal: at least {GOAL_SPEEDUP:g}x)")
+    lin = by.get("linear (session_id)")
+    for label in ("zorder (session_id, user_id)", "hilbert (session_id, user_id)"):
+        q = by.get(label)
+        if q is None or lin is None:
+            continue
+        q, l_ = q["user_id"], lin["user_id"]
+        for key, name in (("num_files", "numFiles"), ("read", "files read"),
+                          ("minmax", "files by min/max")):
+            if q[key] is None or l_[key] is None:
+                continue
+            ratio = l_[key] / q[key] if q[key] else float("inf")
+            lines.append(
+                f"{label}: user_id point query, {name}: {q[key]:,.1f} vs {l_[key]:,.1f} after "
+                f"linear = {ratio:.2f}x fewer -> {'PASS' if ratio >= GOAL_FILES_RATIO else 'FAIL'}"
+                f" (goal: at least {GOAL_FILES_RATIO:g}x fewer)"
+                + (" [the goal's metric]" if key == "num_files" else ""))
+    return lines
+
+
+def engine_state():
+    """The engine's commit and uncommitted changes: the results belong to this code."""
+    try:
+        repo = os.path.dirname(HERE)
+        head = subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", repo, "status", "--short", "--", "python_adapter"],
+                               capture_output=True, text=True, check=True).stdout.split("\n")
+        dirty = [d.strip() for d in dirty if d.strip()]
+        return f"engine at {head}" + (f" with uncommitted changes ({', '.join(dirty)})"
+                                      if dirty else "")
+    except Exception:
+        return "engine version unknown"
+
+
+# ----------------------------------------------------------------------------------------
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--batches", type=int, default=30, help="arrival batches = days (30)")
+    ap.add_argument("--sessions", type=int, default=None,
+                    help="sessions (default rows / 15: ~15 events per session)")
+    ap.add_argument("--users", type=int, default=None,
+                    help="users (default sessions / 5: ~5 sessions per user)")
+    ap.add_argument("--target", default="1MB", help="target file size of writes and clustering")
+    ap.add_argument("--max-bytes-per-group", default="all",
+                    help="clustering group size (run_clustering max_bytes_per_group): 'all' = "
+                         "the table's bytes, one group, a total order over the table; "
+                         "'default' = the engine's default, 16 x target (see README)")
+    ap.add_argument("--queries", type=int, default=3, help="random values per query column (3)")
+    ap.add_argument("--runs", type=int, default=2,
+                    help="timed runs per value, the best is kept (2)")
+    ap.add_argument("--input-partitions", type=int, default=8)
+    ap.add_argument("--out", default=os.path.join(HERE, "out"))
+    ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--thread-stack", default="64m",
+                    help="driver JVM thread stack (-Xss), see README (64m; '' = the JVM's default)")
+    ap.add_argument("--verbose", action="store_true", help="print the engine's progress log")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args(argv)
+
+    target = parse_size(args.target, "--target")
+    sessions = args.sessions or max(1, args.rows // 15)
+    users = args.users or max(1, sessions // 5)
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="clustering-", dir=out)
+    started = time.perf_counter()
+    say = lambda m: print(m, flush=True)  # noqa: E731
+    log = (lambda m: print(f"    {m}", flush=True)) if args.verbose else (lambda m: None)
+    say(f"clustering benchmark: {args.rows:,} rows in {args.batches} arrival batches, "
+        f"{sessions:,} sessions, {users:,} users, target {args.target} ({target:,} B), "
+        f"work dir {tmp}")
+    version = engine_state()
+
+    spark = start_spark(tmp, args.driver_memory,
+                        f"-Xss{args.thread_stack}" if args.thread_stack else "")
+    from pyspark.sql import functions as F
+
+    states = []
+    try:
+        say("materializing the events (bench.cl_source, partitioned by arrival batch) ...")
+        t0 = time.perf_counter()
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
+        spark.sql(f"DROP TABLE IF EXISTS {SOURCE}")
+        (events(spark, args.rows, args.batches, sessions, users, args.input_partitions)
+         .write.format("parquet").partitionBy("batch").saveAsTable(SOURCE))
+        rng = random.Random(SEED)
+        values = {}
+        for col in QUERY_COLS:
+            pool = [r[0] for r in spark.table(SOURCE).select(col).distinct()
+                    .orderBy(F.rand(SEED)).limit(50).collect()]
+            values[col] = sorted(rng.sample(pool, args.queries))
+        say(f"  done ({time.perf_counter() - t0:.1f}s); query values: "
+            + "; ".join(f"{c} in {values[c]}" for c in QUERY_COLS))
+
+        say(f"writing the table in {args.batches} arrival batches (ours insert, "
+            f"small_file_limit 0) ...")
+        t0 = time.perf_counter()
+        walls = write_arrivals(spark, args, args.target, log)
+        table_rows = spark.table(f"{SCHEMA}.{TABLE}").count()
+        say(f"  done ({time.perf_counter() - t0:.1f}s, median write {statistics.median(walls):.1f}s)")
+
+        say("measuring: before clustering ...")
+        states.append(measure_state(spark, "before clustering", values, table_rows, args.runs, log))
+        table_bytes = states[0]["bytes"]
+        group = (None if args.max_bytes_per_group == "default" else
+                 table_bytes + target if args.max_bytes_per_group == "all" else
+                 parse_size(args.max_bytes_per_group, "--max-bytes-per-group"))
+        say(f"  {states[0]['files']} files, {table_bytes / 1e6:,.1f} MB, {table_rows:,} rows")
+
+        steps = [("linear (session_id)", ["session_id"], "linear"),
+                 ("zorder (session_id, user_id)", ["session_id", "user_id"], "zorder"),
+                 ("hilbert (session_id, user_id)", ["session_id", "user_id"], "hilbert")]
+        for label, cols, strategy in steps:
+            say(f"clustering: {label} ...")
+            opts = {"target_file_size": target}
+            if group is not None:
+                opts["max_bytes_per_group"] = group
+            t0 = time.perf_counter()
+            res = run_clustering(spark, TableRef(SCHEMA, TABLE), cols, strategy, log=log, **opts)
+            wall = time.perf_counter() - t0
+            say(f"  {res.message} (wall {wall:.1f}s)")
+            say(f"measuring: {label} ...")
+            st = measure_state(spark, label, values, table_rows, args.runs, log)
+            st.update(job_s=res.seconds, wall_s=wall, groups=res.groups,
+                      replaced=res.files_replaced)
+            states.append(st)
+            rows_now = spark.table(f"{SCHEMA}.{TABLE}").count()
+            if rows_now != table_rows:
+                say(f"  ROW COUNT CHANGED: {rows_now:,} (was {table_rows:,})")
+        spark_version = spark.version
+    finally:
+        spark.stop()
+
+    shead, sbody = state_rows(states)
+    qhead, qbody = query_rows(states)
+    goals = goal_lines(states)
+    title = (f"Clustering: {table_rows:,} rows written in {args.batches} arrival batches, "
+             f"target {args.target}")
+    notes = [
+        f"Table: unpartitioned, columns {', '.join(COLS)}; {sessions:,} sessions (random md5 "
+        f"ids) of {users:,} users, each session's events spread over the {args.batches} "
+        f"arrival days. Written by ours, one `insert` per day, small_file_limit 0, "
+        f"distribution exact: {states[0]['files']} files, {states[0]['bytes'] / 1e6:,.1f} MB.",
+        "The same table is clustered three times in a row (linear, then zorder, then "
+        "hilbert); every run rewrites all files of the previous layout (all are below the "
+        "clustering small-file limit, 3 x 100/128 of the target when the writes' limit is 0).",
+        "Clustering options: target_file_size " + f"{target:,} B, max_bytes_per_group "
+        + ("the engine's default (16 x target)" if group is None else
+           f"{group:,} B = the table's bytes + one target: one group, so the whole table is "
+           f"one sort order") + "; other options the engine's defaults.",
+        f"Point queries: `spark.table(t).where(col == value).collect()`, {args.queries} random "
+        f"existing values per column (the same in every state), each timed {args.runs} times "
+        f"(best kept) after one untimed warm-up query; figures are means over the values.",
+        "rows scanned = the scan's numOutputRows (rows of the row groups the Parquet reader "
+        "did not skip by statistics or dictionary, before the Filter); numFiles = the scan's "
+        "'number of files read' metric: the files Spark lists and schedules, before any "
+        "row-group skipping; files read = files with at least one row group read (tasks with "
+        "records read when every file is its own task); files by min/max = files whose "
+        "[min, max] of the column (Parquet footers) holds the value, what file-level min/max "
+        "skipping would open.",
+        f"Wall = wall-clock of the query (planning, listing from cache, scan, collect), "
+        f"local[2] on a shared machine. Clustering job s = the engine's ClusterResult.seconds.",
+        version + ".",
+    ]
+
+    say("")
+    say(title)
+    say(text_table(shead, sbody))
+    say("")
+    say(text_table(qhead, qbody))
+    for n in notes:
+        say("  * " + n)
+    say("")
+    say("goal check (printed, not asserted):")
+    for g in goals:
+        say("  " + g)
+
+    md_path = os.path.join(out, "clustering.md")
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    cmd = "python benchmarks/clustering.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    md = [
+        f"# {title}", "",
+        f"`{cmd.strip()}` - {stamp}, Spark {spark_version}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs.", "",
+        md_table(shead, sbody), "",
+        md_table(qhead, qbody), "",
+        *[f"- {x}" for x in notes], "",
+        "## Goal check (printed, not asserted)", "",
+        *[f"- {g}" for g in goals], "",
+    ]
+    with open(md_path, "w") as fh:
+        fh.write("\n".join(md))
+    say("")
+    say(f"wrote {md_path}")
+    if args.keep:
+        say(f"kept warehouse and metastore in {tmp}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    say(f"total {time.perf_counter() - started:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
