@@ -811,21 +811,17 @@ def write_report(spark, table_ref, path, log=print):
     """Render the report of a table and write it to `path` (a local path, file://, hdfs://,
     s3a://...; a path without a scheme resolves like Hadoop does, against fs.defaultFS).
     Overwrites; returns the qualified path written."""
-    from python_adapter.catalog import TableRef, describe_table
-    from python_adapter.fs import HadoopFS
+    from python_adapter.catalog import TableRef
     from python_adapter.timeline import Timeline
-    from python_adapter.writer import WriteError, read_layout
+    from python_adapter.transaction import open_table
+    from python_adapter.writer import read_layout
 
     if isinstance(table_ref, str):
         schema, _, identifier = table_ref.partition(".")
         if not identifier:
             raise ValueError(f"table: expected 'schema.table', got {table_ref!r}")
         table_ref = TableRef(schema, identifier)
-    info = describe_table(spark, table_ref)
-    if info is None:
-        raise WriteError(f"table {table_ref.quoted} does not exist")
-    fs = HadoopFS(spark)
-    location = fs.qualify(info.location)
+    _info, fs, location = open_table(spark, table_ref)
     layout = read_layout(spark, table_ref)
     instants = Timeline(fs, location).instants()
     text = render_report(f"{table_ref.schema}.{table_ref.identifier}", layout, instants,

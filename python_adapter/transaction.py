@@ -15,14 +15,20 @@ class WriteError(RuntimeError):
     """A sized write cannot go ahead; the table is left as it was."""
 
 
-@contextmanager
-def locked_table(spark, table, operation, log=print, info=None):
-    """Yields (info, fs, proto) with the writer lock held and recovery done."""
+def open_table(spark, table, info=None):
+    """(TableInfo, HadoopFS, qualified location) of an existing table; readers use it as is."""
     info = info or describe_table(spark, table)
     if info is None:
         raise WriteError(f"table {table.quoted} does not exist")
     fs = HadoopFS(spark)
-    proto = CommitProtocol(fs, fs.qualify(info.location), log=log)
+    return info, fs, fs.qualify(info.location)
+
+
+@contextmanager
+def locked_table(spark, table, operation, log=print, info=None):
+    """Yields (info, fs, proto) with the writer lock held and recovery done."""
+    info, fs, location = open_table(spark, table, info)
+    proto = CommitProtocol(fs, location, log=log)
     proto.acquire_lock(operation)
     try:
         proto.rolled_back = proto.recover()

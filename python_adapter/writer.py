@@ -14,7 +14,7 @@ from python_adapter.catalog import (TableRef, add_columns, create_table, describ
                                     drop_table, set_data_columns, sync_partitions,
                                     table_location)
 from python_adapter.commit import file_entry
-from python_adapter.transaction import WriteError, current_files, locked_table
+from python_adapter.transaction import WriteError, current_files, locked_table, open_table
 from python_adapter.config import ConfigError, SchemaChangeError, check_columns
 from python_adapter.distribution import distribute
 from python_adapter.fs import HadoopFS
@@ -374,11 +374,7 @@ def _key_column(cfg, df):
 def read_layout(spark, table, cluster_by=None):
     """Layout of a table's files: rows from the Parquet footers and, per file, the min / max
     of the cluster columns (given, or those of the table's last clustering)."""
-    info = describe_table(spark, table)
-    if info is None:
-        raise WriteError(f"table {table.quoted} does not exist")
-    fs = HadoopFS(spark)
-    location = fs.qualify(info.location)
+    info, fs, location = open_table(spark, table)
     timeline = Timeline(fs, location)
     current = current_files(fs, location)
     last = next((i for i in reversed(timeline.completed(actions=("commit",)))), None)
@@ -413,12 +409,9 @@ TIMELINE_COLUMNS = ["instant", "time", "action", "state", "operation", "files_ad
 
 def timeline_rows(spark, table):
     """One row per instant of the table, oldest first (TIMELINE_COLUMNS)."""
-    info = describe_table(spark, table)
-    if info is None:
-        raise WriteError(f"table {table.quoted} does not exist")
-    fs = HadoopFS(spark)
+    _info, fs, location = open_table(spark, table)
     rows = []
-    for inst in Timeline(fs, fs.qualify(info.location)).instants():
+    for inst in Timeline(fs, location).instants():
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(inst.created_at_ms / 1000))
         rows.append([inst.instant, when, inst.action, inst.state, inst.operation,
                      len(inst.added), len(inst.removed), inst.rows_written, inst.bytes_written,
