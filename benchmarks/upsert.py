@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
@@ -38,10 +38,11 @@ if HERE not in sys.path:
 from backfill import (DATA_COLS, DAYS, SCHEMA, SEED, SOURCE, SOURCE_VIEW, START,  # noqa: E402
                       conf_set, create_plain_table, generated, materialize_source, md_table,
                       start_spark, text_table)
+from clustering import engine_state  # noqa: E402
 from python_adapter.catalog import TableRef, describe_table  # noqa: E402
 from python_adapter.config import parse_config  # noqa: E402
 from python_adapter.fs import HadoopFS  # noqa: E402
-from python_adapter.sizes import format_size, parse_size  # noqa: E402
+from python_adapter.sizes import parse_size  # noqa: E402
 from python_adapter.writer import write_dataframe  # noqa: E402
 
 OURS, APPEND, OVERWRITE = "ours upsert", "dbt append", "dbt insert_overwrite"
@@ -423,6 +424,7 @@ def main(argv=None):
           f"small-file limit {small_limit:,} B, {args.batches} batches, work dir {tmp}",
           flush=True)
 
+    version = engine_state()
     spark = start_spark(tmp, args.driver_memory,
                         f"-Xss{args.thread_stack}" if args.thread_stack else "")
     quiet_codegen(spark)
@@ -542,8 +544,8 @@ def main(argv=None):
         f"{ingested / 1e6:,.2f} MB over all batches.",
         f"Small-file limit = {small_limit:,} B for every method (ours' config: "
         f"small_file_limit, default 100/128 of the target).",
-        f"Rewritten = bytes of the files a batch wrote (new paths or changed sizes); "
-        f"rewritten / ingested = that over the batch's bytes as Parquet.",
+        "Rewritten = bytes of the files a batch wrote (new paths or changed sizes); "
+        "rewritten / ingested = that over the batch's bytes as Parquet.",
         "dbt append = `INSERT INTO TABLE t SELECT ... FROM batch`: an updated row is "
         "appended next to its old version; duplicates = count(*) - count(distinct event_id).",
         "dbt insert_overwrite = `INSERT OVERWRITE TABLE t PARTITION (event_date) SELECT ...` "
@@ -557,6 +559,10 @@ def main(argv=None):
           f"insert_overwrite hold {'the same rows' if diff == 0 else f'DIFFERENT rows ({diff} differ)'}.",
         "Wall = wall-clock seconds of the write, local[2] on a shared machine; the methods run "
         "in a rotating order per batch.",
+        f"Engine workarounds (README, known engine issues): driver -Xss{args.thread_stack or ' default'}, "
+        f"spark.sql.hive.metastorePartitionPruningFallbackOnException="
+        f"{'true' if args.metastore_fallback else 'unset'}, CodeGenerator log silenced; "
+        f"{version}.",
     ]
     goals_summary = (f"ours upsert: {args.batches} batches x 2 goal checks, "
                      f"{goal_fail} failed (printed, not asserted)")
