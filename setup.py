@@ -39,7 +39,9 @@ setup(
         "agate>=1.7",
     ],
     extras_require={
-        "test": ["pytest>=8", "dbt-tests-adapter>=1.10"],
+        # dbt-spark[PyHive] (PyHive[hive_pure_sasl], thrift, thrift-sasl, pure-sasl): the
+        # driver of `method: thrift`, for the test against a real Spark Thrift server
+        "test": ["pytest>=8", "dbt-tests-adapter>=1.10", "dbt-spark[PyHive]>=1.10,<1.12"],
         "bench": ["matplotlib>=3.7"],
     },
 )

@@ -63,7 +63,7 @@ GOAL_TIME_RATIO = 1.3
 # ----------------------------------------------------------------------------------------
 def start_spark(tmp, driver_memory, java_options=""):
     """A private local session with Hive support; everything it writes is under tmp.
-    java_options: extra driver JVM options (upsert.py / clustering.py pass -Xss, see README)."""
+    java_options: extra driver JVM options."""
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 

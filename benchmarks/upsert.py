@@ -53,16 +53,6 @@ BATCHES = f"{SCHEMA}.upsert_batches"      # every batch, partitioned by batch
 FIRST_NEW_DAY = START + timedelta(days=DAYS)     # 2026-01-01: batch b adds day FIRST_NEW_DAY + b - 1
 
 
-def quiet_codegen(spark):
-    """The engine's per-file filters (one OR branch per file) exceed Janino's 64 KB method
-    limit; Spark then falls back to interpreted evaluation and logs the whole generated
-    class at ERROR. Silence that logger only (see README, engine issues)."""
-    jvm = spark.sparkContext._jvm
-    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-        "org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator",
-        jvm.org.apache.logging.log4j.Level.OFF)
-
-
 def ours_config(target, small_file_limit=None):
     raw = {"partition_by": ["event_date"], "unique_key": "event_id",
            "incremental_strategy": "upsert", "target_file_size": target, "distribution": "exact"}
@@ -402,12 +392,6 @@ def main(argv=None):
                     help="files of the source table, as in backfill.py (16)")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="output directory")
     ap.add_argument("--driver-memory", default="4g")
-    ap.add_argument("--thread-stack", default="64m",
-                    help="driver JVM thread stack size (-Xss); works around the engine's deep "
-                         "filter expressions, see README (64m; '' = the JVM's default)")
-    ap.add_argument("--no-metastore-fallback", dest="metastore_fallback", action="store_false",
-                    help="do not set spark.sql.hive.metastorePartitionPruningFallbackOnException "
-                         "(the engine's file filters then fail on the Derby metastore, see README)")
     ap.add_argument("--verbose", action="store_true", help="print the engine's progress log")
     ap.add_argument("--keep", action="store_true",
                     help="keep the warehouse and metastore under <out>/ (deleted by default)")
@@ -425,11 +409,7 @@ def main(argv=None):
           flush=True)
 
     version = engine_state()
-    spark = start_spark(tmp, args.driver_memory,
-                        f"-Xss{args.thread_stack}" if args.thread_stack else "")
-    quiet_codegen(spark)
-    if args.metastore_fallback:
-        spark.conf.set("spark.sql.hive.metastorePartitionPruningFallbackOnException", "true")
+    spark = start_spark(tmp, args.driver_memory)
     engine_log = (lambda m: print(f"    {m}", flush=True)) if args.verbose else (lambda m: None)
     history, batches = [], []
     try:
@@ -559,9 +539,6 @@ def main(argv=None):
           f"insert_overwrite hold {'the same rows' if diff == 0 else f'DIFFERENT rows ({diff} differ)'}.",
         "Wall = wall-clock seconds of the write, local[2] on a shared machine; the methods run "
         "in a rotating order per batch.",
-        f"Engine workarounds (README, known engine issues): driver -Xss{args.thread_stack or ' default'}, "
-        f"spark.sql.hive.metastorePartitionPruningFallbackOnException="
-        f"{'true' if args.metastore_fallback else 'unset'}, CodeGenerator log silenced; "
         f"{version}.",
     ]
     goals_summary = (f"ours upsert: {args.batches} batches x 2 goal checks, "

@@ -9,7 +9,6 @@ of its files rewrites that file at once (a dbt run does not wait), and the plan'
 holding it is dropped when the plan runs and planned again next time: clustering only ever
 replaces files that are still exactly as planned, so no update is lost.
 """
-import os
 import time
 from dataclasses import dataclass
 
@@ -21,9 +20,9 @@ from python_adapter.transaction import WriteError, current_files, locked_table
 from python_adapter.clustering import cluster_options, plan_groups
 from python_adapter.sizes import format_duration, format_size
 from python_adapter.timeline import FileEntry
-from python_adapter.partitions import parse_partition_path
 from python_adapter.routing import routing_keys
-from python_adapter.upsert import file_filter
+from python_adapter.table_files import (partitions_of, read_files, sync_changed_partitions,
+                                        with_file_values)
 
 RANK_BITS = 10   # ranks in [0, 1024) per column: Z / Hilbert values fit a bigint up to 6 columns
 
@@ -144,20 +143,20 @@ def _execute(spark, fs, proto, table, info, plan, result, log):
         jobs += [[g] for g in valid if outputs[g] > 1]
         for job in jobs:
             rel_paths = [f.path for g in job for f in valid[g]]
-            df = spark.table(table_name).where(file_filter(spark, schema, pcols, rel_paths))
+            df = read_files(spark, proto.location, schema, rel_paths)
             log(f"clustering {len(rel_paths)} files of {len(job)} group(s) "
                 f"({strategy} on {', '.join(cluster_by)})")
             if len(job) == 1:
                 out = order_rows(df, cluster_by, strategy, outputs[job[0]])
             else:
                 out = one_file_per_group(spark, df, {g: [f.path for f in valid[g]] for g in job},
-                                         cluster_by, strategy)
+                                         cluster_by, strategy, pcols)
             out.write.partitionBy(*pcols).mode("append").parquet(staging)
         added = _staged_entries(spark, fs, staging)
         removed = [current[f.path] for files in valid.values() for f in files]
         inflight = proto.mark_inflight(plan, added, removed)
         proto.publish(inflight)
-        sync_partitions(spark, table, bool(info.partition_columns))
+        sync_changed_partitions(spark, fs, proto.location, table, partitions_of(added, removed))
         done = proto.complete(inflight)
     except Exception:
         proto.abort(plan)
@@ -171,21 +170,13 @@ def _execute(spark, fs, proto, table, info, plan, result, log):
     result.bytes += sum(a.bytes for a in added)
 
 
-def one_file_per_group(spark, df, files_by_group, cluster_by, strategy):
+def one_file_per_group(spark, df, files_by_group, cluster_by, strategy, pcols=()):
     """Groups that each become one file: route group i to task i, sort within it."""
-    # file names repeat across partitions: match (partition values, file name)
-    by_path = {p: i for i, g in enumerate(sorted(files_by_group)) for p in files_by_group[g]}
     keys = routing_keys(len(files_by_group))
-    slot = F.lit(None).cast("long")
-    for path, i in by_path.items():
-        cond = F.col("_metadata.file_name") == os.path.basename(path)
-        for col, text in parse_partition_path(os.path.dirname(path)):
-            real = next(c for c in df.columns if c.lower() == col.lower())
-            cond = cond & (F.col(real).isNull() if text is None
-                           else F.col(real) == F.lit(text).cast(df.schema[real].dataType))
-        slot = F.when(cond, F.lit(keys[i])).otherwise(slot)
+    route = {p: keys[i] for i, g in enumerate(sorted(files_by_group)) for p in files_by_group[g]}
     data_cols = df.columns
-    routed = df.withColumn("__sized_route", slot).repartition(len(keys), "__sized_route")
+    routed = with_file_values(spark, df, pcols, route, "__sized_route") \
+        .repartition(len(keys), "__sized_route")
     return _sort_within(routed.drop("__sized_route"), cluster_by, strategy, data_cols)
 
 

@@ -57,3 +57,30 @@ def routing_keys(num_partitions):
             missing -= 1
         candidate += 1
     return keys
+
+
+def assign_tasks(files, min_tasks):
+    """Which task writes each output file: ([task index per file], number of tasks).
+
+    files: [(partition, weight)]. A task writes one file per partition it holds, so files of
+    one partition go to different tasks, and a task may write files of several partitions:
+    a write of many small partitions then runs in a few tasks instead of one per file.
+    Tasks = max(most files of one partition, min(min_tasks, files)); heaviest files first,
+    each to the least loaded task that has none of its partition yet.
+    """
+    if not files:
+        return [], 0
+    per_partition = {}
+    for part, _ in files:
+        per_partition[part] = per_partition.get(part, 0) + 1
+    n = max(max(per_partition.values()), min(max(min_tasks, 1), len(files)))
+    load = [0.0] * n
+    holds = [set() for _ in range(n)]
+    task_of = [0] * len(files)
+    for i in sorted(range(len(files)), key=lambda i: (-files[i][1], i)):
+        part, weight = files[i]
+        task = min((t for t in range(n) if part not in holds[t]), key=lambda t: (load[t], t))
+        task_of[i] = task
+        load[task] += weight
+        holds[task].add(part)
+    return task_of, n

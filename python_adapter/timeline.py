@@ -150,6 +150,9 @@ class Timeline:
         self.location = table_location.rstrip("/")
         self.meta_dir = f"{self.location}/.sized"
         self.dir = f"{self.meta_dir}/timeline"
+        # A write reads the timeline several times (recovery, bytes per row, file index);
+        # an instant file is decoded once per (name, size, modification time).
+        self._decoded = {}
 
     def write(self, instant):
         self.fs.write_bytes(f"{self.dir}/{instant.file_name}", encode(instant), overwrite=True)
@@ -172,8 +175,14 @@ class Timeline:
             ident, action, state = parsed
             seen = latest.get(ident)
             if seen is None or order[state] > order[seen[1]]:
-                latest[ident] = (st.name, state)
-        return [self.read(name) for ident, (name, _) in sorted(latest.items())]
+                latest[ident] = (st, state)
+        return [self._read_cached(st) for ident, (st, _) in sorted(latest.items())]
+
+    def _read_cached(self, st):
+        key = (st.name, st.size, st.modified_ms)
+        if key not in self._decoded:
+            self._decoded[key] = self.read(st.name)
+        return self._decoded[key]
 
     def completed(self, actions=ACTIONS):
         return [i for i in self.instants() if i.state == "completed" and i.action in actions]

@@ -19,8 +19,9 @@ from pyspark.sql import types as T
 
 from python_adapter.binpack import plan_partition_write, summarize
 from python_adapter.config import ConfigError
-from python_adapter.partitions import check_partition_types, parse_partition_path, partition_path
-from python_adapter.routing import routing_keys
+from python_adapter.partitions import check_partition_types, partition_path
+from python_adapter.routing import assign_tasks, routing_keys
+from python_adapter.table_files import read_files, with_file_values
 
 SEED = 4242
 _ORDERABLE = (T.NumericType, T.StringType, T.DateType, T.TimestampType)
@@ -38,25 +39,36 @@ class Slot:
 
 
 def validate_keys(df, keys, precombine_column):
-    """Null keys fail; duplicate keys fail unless a precombine column picks the latest."""
+    """Null keys fail; duplicate keys fail unless a precombine column picks the latest.
+    Returns (the rows to write, (min, max) of the first key column or (None, None) when it
+    has no order): one aggregation finds all of it."""
     null_cond = None
     for k in keys:
         cond = F.col(k).isNull()
         null_cond = cond if null_cond is None else null_cond | cond
-    if df.where(null_cond).limit(1).count():
+    groups = df.groupBy(*keys).count()
+    first = keys[0]
+    orderable = isinstance(df.schema[first].dataType, _ORDERABLE)
+    aggs = [F.sum(F.when(null_cond, 1).otherwise(0)),
+            F.sum(F.when(F.col("count") > 1, 1).otherwise(0))]
+    if orderable:
+        aggs += [F.min(first), F.max(first)]
+    found = groups.agg(*aggs).first()
+    if found[0]:
         raise ConfigError(f"unique_key: the new data has rows with a null {' / '.join(keys)}; "
                           f"a unique key must not be null")
-    if precombine_column:
-        w = Window.partitionBy(*keys).orderBy(F.col(precombine_column).desc_nulls_last())
-        return (df.withColumn("__sized_rn", F.row_number().over(w))
-                  .where("__sized_rn = 1").drop("__sized_rn"))
-    dups = df.groupBy(*keys).count().where("count > 1").limit(3).collect()
-    if dups:
+    if found[1] and not precombine_column:
+        dups = groups.where("count > 1").limit(3).collect()
         shown = ", ".join(str(tuple(r[:-1]) if len(keys) > 1 else r[0]) for r in dups)
         raise ConfigError(
             f"unique_key: the new data holds the same key more than once (e.g. {shown}); "
             f"set precombine_column to the column whose largest value wins, or dedupe the model")
-    return df
+    key_range = (found[2], found[3]) if orderable else (None, None)
+    if precombine_column and found[1]:
+        w = Window.partitionBy(*keys).orderBy(F.col(precombine_column).desc_nulls_last())
+        df = (df.withColumn("__sized_rn", F.row_number().over(w))
+                .where("__sized_rn = 1").drop("__sized_rn"))
+    return df, key_range
 
 
 def _slot_of_rows(spark, rows, schema):
@@ -91,24 +103,11 @@ def may_hold_keys(entry, lo, hi):
     return not (fmax[1] < blo[1] or fmin[1] > bhi[1])
 
 
-def file_filter(spark, schema, pcols, rel_paths):
-    """A filter that selects exactly these files of the table: partition values (so Spark
-    prunes partitions) and Spark's _metadata.file_name (so it prunes files in them) --
-    the other files are never opened."""
-    cond = None
-    for rel in rel_paths:
-        c = F.col("_metadata.file_name") == os.path.basename(rel)
-        for col, text in parse_partition_path(os.path.dirname(rel)):
-            real = next(p for p in pcols if p.lower() == col.lower())
-            c = c & (F.col(real).isNull() if text is None
-                     else F.col(real) == F.lit(text).cast(schema[real].dataType))
-        cond = c if cond is None else cond | c
-    return cond
-
-
-def stage_upsert(spark, fs, location, table_name, df, cfg, pcols, data_cols, bytes_per_row,
-                 staging, progress, file_index, excluded=()):
-    """Write the upsert/insert output files to `staging`; returns (removed rel paths, summary)."""
+def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_per_row,
+                 staging, progress, current_files, excluded=()):
+    """Write the upsert/insert output files to `staging`; returns (removed rel paths, summary).
+    current_files: FileEntry of every data file of the table now, with the key ranges the
+    timeline recorded."""
     keys = [c for c in df.columns if c.lower() in {k.lower() for k in cfg.unique_key}] \
         if cfg.incremental_strategy == "upsert" else []
     if pcols:
@@ -119,36 +118,37 @@ def stage_upsert(spark, fs, location, table_name, df, cfg, pcols, data_cols, byt
     delete_flag = F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False)) \
         if cfg.delete_column else F.lit(False)
 
+    table_schema = spark.table(table_name).schema
     current = {}
-    for f in fs.list_files(location):
-        rel = f.path[len(location):].lstrip("/")
-        current.setdefault(os.path.dirname(rel), []).append((rel, f.size))
+    for f in current_files:
+        current.setdefault(f.partition, []).append((f.path, f.bytes))
     have_files = bool(current)
 
-    batch = df
+    batch, (lo, hi) = df, (None, None)
     if keys:
         progress("checking keys of the new data")
-        batch = validate_keys(df, keys, cfg.precombine_column)
+        batch, (lo, hi) = validate_keys(df, keys, cfg.precombine_column)
     batch = batch.withColumn("__sized_del", delete_flag)
 
     # -- tag: which existing file holds each incoming key ------------------------------
     candidates = []
     if keys and have_files:
-        lo = hi = None
-        if isinstance(df.schema[keys[0]].dataType, _ORDERABLE):
-            lo, hi = batch.agg(F.min(keys[0]), F.max(keys[0])).first()
         # Keys are unique across the table, so every file may hold one; the key ranges the
         # timeline recorded per file rule most out without opening them.
-        candidates = [rel for files in current.values() for rel, _ in files
-                      if may_hold_keys(file_index.get(rel), lo, hi)]
+        candidates = [f.path for f in current_files if may_hold_keys(f, lo, hi)]
         progress(f"tagging incoming keys against {len(candidates)} of "
                  f"{sum(len(v) for v in current.values())} files")
     if candidates:
-        existing = spark.table(table_name).where(
-            file_filter(spark, df.schema, pcols, candidates)).select(
-            *[F.col(k).alias(f"__sized_k{i}") for i, k in enumerate(keys)],
+        key_names = [f"__sized_k{i}" for i in range(len(keys))]
+        existing = read_files(spark, location, table_schema, candidates).select(
+            *[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)],
             *[F.col(c).alias(f"__sized_op{i}") for i, c in enumerate(pcols)],
             F.col("_metadata.file_path").alias("__sized_file"))
+        # Keep only the table's rows whose key comes in before the outer join: the batch's
+        # keys are small next to the table, so this streams the table past them once.
+        existing = existing.join(
+            batch.select(*[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)]),
+            key_names, "left_semi")
         cond = None
         for i, k in enumerate(keys):
             c = batch[k] == existing[f"__sized_k{i}"]
@@ -219,16 +219,9 @@ def stage_upsert(spark, fs, location, table_name, df, cfg, pcols, data_cols, byt
         if rewrites:
             # Old rows of the rewritten files only: partition pruning plus the file-name filter on
             # Spark's _metadata prunes every other file before it is opened.
-            fmap = _slot_of_rows(spark, [s.values + (os.path.basename(s.file), s.slot) for s in rewrites],
-                                 T.StructType(pfields + [T.StructField("__sized_name", T.StringType()),
-                                                         T.StructField("__sized_slot", T.LongType())]))
-            pruning = file_filter(spark, df.schema, pcols, [s.file for s in rewrites])
-            old = spark.table(table_name).where(pruning).withColumn("__sized_name",
-                                                                     F.col("_metadata.file_name"))
-            cond = old["__sized_name"] == fmap["__sized_name"]
-            for i, col in enumerate(pcols):
-                cond = cond & old[col].eqNullSafe(fmap[f"__sized_p{i}"])
-            old = old.join(fmap, cond).select(*data_cols, *pcols, "__sized_slot")
+            old = with_file_values(
+                spark, read_files(spark, location, table_schema, [s.file for s in rewrites]),
+                pcols, {s.file: s.slot for s in rewrites}, "__sized_slot")
             if keys:  # every incoming key replaces (or deletes) its old row, wherever it was
                 old = old.join(batch.select(*keys), keys, "left_anti")
             parts.append(old.select(*data_cols, *pcols, "__sized_slot"))
@@ -259,12 +252,19 @@ def stage_upsert(spark, fs, location, table_name, df, cfg, pcols, data_cols, byt
         out = parts[0]
         for p in parts[1:]:
             out = out.unionByName(p)
-        keys_df = spark.createDataFrame(list(enumerate(routing_keys(len(slots)))),
+        # Each file is written by exactly one task; a task may write files of several
+        # partitions (one each), so many small partitions do not cost a task per file.
+        size_of = {rel: size for files in current.values() for rel, size in files}
+        weights = [(s.partition, size_of.get(s.file, 0) + (s.inserts + s.updates) * bytes_per_row)
+                   for s in slots]
+        task_of, n_tasks = assign_tasks(weights, spark.sparkContext.defaultParallelism)
+        route = routing_keys(n_tasks)
+        keys_df = spark.createDataFrame([(s.slot, route[task_of[i]]) for i, s in enumerate(slots)],
                                         "__sized_slot long, __sized_route long")
         out = (out.join(F.broadcast(keys_df), "__sized_slot")
-                  .repartition(len(slots), "__sized_route")
+                  .repartition(n_tasks, "__sized_route")
                   .drop("__sized_slot", "__sized_route"))
-        progress(f"writing {len(slots)} files to staging")
+        progress(f"writing {len(slots)} files to staging in {n_tasks} tasks")
         out.write.partitionBy(*pcols).mode("overwrite").parquet(staging)
         return [s.file for s in rewrites], summary
     finally:

@@ -22,6 +22,7 @@ from python_adapter.layout import Layout, LayoutFile
 from python_adapter.measure import measure_bytes_per_row
 from python_adapter.planning import plan_partitions, plan_static
 from python_adapter.sizes import format_duration, format_size
+from python_adapter.table_files import partitions_of, read_files, sync_changed_partitions
 from python_adapter.timeline import Timeline
 from python_adapter.upsert import encode_key, stage_upsert, validate_keys
 from python_adapter.cluster_exec import pending_plan_files, run_clustering
@@ -248,10 +249,10 @@ def _staged_entries(spark, fs, staging, key_col=None):
     files = [f for f in fs.list_files(staging) if f.name.endswith(".parquet")]
     if not files:
         return []
-    stats = file_stats(spark.read.option("basePath", staging).parquet(staging), key_col)
+    rels = [f.path[len(staging):].lstrip("/") for f in files]
+    stats = file_stats(read_files(spark, staging, None, rels), key_col)
     entries = []
-    for f in files:
-        rel = f.path[len(staging):].lstrip("/")
+    for f, rel in zip(files, rels):
         rows, kmin, kmax = stats.get(unquote(f.path), (-1, "", ""))
         entries.append(file_entry(os.path.dirname(rel), rel, rows, f.size, staged_path=f.path,
                                   key_min=kmin, key_max=kmax))
@@ -282,7 +283,7 @@ def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation,
         inflight = proto.mark_inflight(instant, added, removed)
         progress(f"publishing {len(added)} files, replacing {len(removed)}")
         proto.publish(inflight)
-        sync_partitions(spark, table, bool(pcols))
+        sync_changed_partitions(spark, fs, proto.location, table, partitions_of(added, removed))
         done = proto.complete(inflight, extra={"bytes_per_row": f"{bpr or 0:.3f}"})
     except Exception:
         # An ordinary failure (not a crash): undo now rather than leave it to the next run.
@@ -304,7 +305,7 @@ def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, prog
     if operation in ("upsert", "insert"):
         return _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress, table)
     if cfg.incremental_strategy == "upsert":
-        df = validate_keys(df, _resolve_names(cfg.unique_key, df.columns), cfg.precombine_column)
+        df, _ = validate_keys(df, _resolve_names(cfg.unique_key, df.columns), cfg.precombine_column)
     if cfg.delete_column:
         df = df.where(~F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False)))
     cache = cfg.distribution != "none" and df.storageLevel == StorageLevel.NONE
@@ -352,16 +353,16 @@ def _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress
         bpr = bpr or 1.0
         progress(f"bytes per row {bpr:.1f} B (from {source})")
         staging = proto.staging_dir(instant.instant) + "/data"
+        current = current_files(fs, proto.location, proto.timeline)
         removed_rels, summary = stage_upsert(
-            spark, fs, proto.location, f"{table.schema}.{table.identifier}", cached, cfg, pcols,
-            data_cols, bpr, staging, progress, proto.timeline.file_index(),
-            excluded=pending_plan_files(proto.timeline))
+            spark, proto.location, f"{table.schema}.{table.identifier}", cached, cfg, pcols,
+            data_cols, bpr, staging, progress, current, excluded=pending_plan_files(proto.timeline))
         added = _staged_entries(spark, fs, staging, _key_column(cfg, df))
     finally:
         if cache:
             cached.unpersist()
-    current = {f.path: f for f in current_files(fs, proto.location, proto.timeline)}
-    removed = [current[r] for r in removed_rels]
+    by_path = {f.path: f for f in current}
+    removed = [by_path[r] for r in removed_rels]
     progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}, "
              f"rewriting {format_size(sum(f.bytes for f in removed))} of existing files")
     return added, removed, summary["new_files"] + summary["files_rewritten"], bpr
@@ -448,7 +449,8 @@ def rollback_last_commit(spark, table, log=print):
             removed = [current[f.path] for f in last.added if f.path in current]
             inflight = proto.mark_inflight(instant, restore, removed)
             proto.publish(inflight)
-            sync_partitions(spark, table, bool(pcols))
+            sync_changed_partitions(spark, fs, proto.location, table,
+                                    partitions_of(restore, removed))
             done = proto.complete(inflight)
         except Exception:
             proto.abort(instant)

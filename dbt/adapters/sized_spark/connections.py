@@ -2,13 +2,17 @@
 
 `method: session` runs PySpark inside the dbt process; the sized writes need that session
 (they plan and write with the DataFrame API), so `spark_session()` hands it out and refuses
-the remote methods with a clear message.
+the remote methods (thrift, http, odbc) with a clear message. `require_session()` is that
+check alone: it reads the profile only and opens no connection, so the materialization calls
+it first, before hooks or any SQL run.
 """
 import os
 import sys
 
 from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt_common.exceptions import DbtRuntimeError
+
+from python_adapter.config import STRATEGIES
 
 # Spark binds to loopback unless told otherwise; set before the JVM starts.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -19,14 +23,14 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 class SizedSparkConnectionManager(SparkConnectionManager):
     TYPE = "sized_spark"
 
-    def spark_session(self, what="sized_incremental"):
+    def require_session(self, what="sized_incremental"):
+        """Fail with a clear message unless the profile uses `method: session`."""
         creds = self.profile.credentials
         if not creds.is_session:
-            raise DbtRuntimeError(
-                f"{what} needs `method: session` (the dbt process drives Spark through the "
-                f"DataFrame API); this profile uses `method: {creds.method}`, which only sends "
-                f"SQL. Use method: session, with spark.master pointing at your cluster."
-            )
+            raise DbtRuntimeError(session_required_message(what, creds.method))
+
+    def spark_session(self, what="sized_incremental"):
+        self.require_session(what)
         # Opening the connection runs dbt-spark's SparkSession.builder with the profile's
         # server_side_parameters, so the session we get carries them.
         conn = self.get_thread_connection()
@@ -34,3 +38,15 @@ class SizedSparkConnectionManager(SparkConnectionManager):
         from pyspark.sql import SparkSession
 
         return SparkSession.builder.getOrCreate()
+
+
+def session_required_message(what, method) -> str:
+    method = getattr(method, "value", method)
+    return (
+        f"{what} needs `method: session`, but this profile uses `method: {method}`. "
+        f"Every sized_incremental strategy (full build, {', '.join(STRATEGIES)}) and the "
+        f"sized_* operations plan and write through the DataFrame API, with the dbt process as "
+        f"the Spark driver; `method: {method}` only sends SQL to a remote server. Use "
+        f"method: session (spark.master may point at your cluster), or one of dbt-spark's own "
+        f"materializations (view, table, incremental), which work over `method: {method}`."
+    )

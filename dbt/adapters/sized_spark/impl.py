@@ -74,6 +74,13 @@ class SizedSparkAdapter(SparkAdapter):
                         location_root=location_root)
 
     @available
+    def sized_require_session(self, what: str) -> str:
+        """Fail unless the profile uses `method: session`; the materialization calls it first,
+        so with thrift / http / odbc nothing runs (no hook, no SQL) before the error."""
+        self.connections.require_session(what)
+        return ""
+
+    @available
     def sized_write(self, relation, compiled_code: str, model_config: Dict[str, Any],
                     full_refresh: bool) -> Dict[str, Any]:
         """Run the model's SQL and write it as a sized table; returns a summary for the log."""

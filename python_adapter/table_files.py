@@ -1,0 +1,106 @@
+"""Read exactly some files of a table, and tell the metastore which partitions changed.
+
+Readers of a subset of files (tagging, rewriting, clustering) name the files themselves
+instead of filtering the table: a filter with one term per file grows with the table (deep
+expression trees overflow the driver's stack, and the Hive metastore refuses to prune
+partitions by it), while a file list costs one file status per file and opens nothing else.
+"""
+import os
+
+from pyspark.sql import functions as F
+
+from python_adapter.catalog import sync_partitions
+from python_adapter.partitions import parse_partition_path
+
+
+_DISCOVERY = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+# Filesystems whose file status is a cheap metadata call: the driver looks the named files up
+# itself (milliseconds) instead of Spark's parallel listing job (a second or more per read).
+# Object stores keep Spark's default, where a parallel lookup pays off.
+_CHEAP_STATUS_SCHEMES = ("file", "hdfs", "viewfs")
+
+
+def read_files(spark, location, schema, rel_paths):
+    """A DataFrame of the rows of these files (paths relative to the table's location),
+    with the table's schema (None: the files' own); partition columns come from the directory
+    names, as when Spark reads the table."""
+    if not rel_paths:
+        raise ValueError("read_files needs at least one file")
+    base = location.rstrip("/")
+    reader = spark.read.option("basePath", base)
+    if schema is not None:
+        reader = reader.schema(schema)
+    paths = [f"{base}/{rel}" for rel in rel_paths]
+    if base.split(":", 1)[0].lower() not in _CHEAP_STATUS_SCHEMES:
+        return reader.parquet(*paths)
+    before = spark.conf.get(_DISCOVERY, None)
+    spark.conf.set(_DISCOVERY, str(max(len(paths) + 1, 32)))
+    try:
+        return reader.parquet(*paths)  # the file index is built here, eagerly
+    finally:
+        if before is None:
+            spark.conf.unset(_DISCOVERY)
+        else:
+            spark.conf.set(_DISCOVERY, before)
+
+
+def with_file_values(spark, df, pcols, value_of_file, column):
+    """Rows of df (read by read_files) with a long `column` set per file from value_of_file
+    {rel path: value}; rows of other files are dropped. A broadcast join on (partition
+    values, file name), since file names repeat across partitions, rather than a branch
+    per file in one expression."""
+    n = len(pcols)
+    rows = [tuple(text for _, text in parse_partition_path(os.path.dirname(rel)))
+            + (os.path.basename(rel), int(value)) for rel, value in value_of_file.items()]
+    ddl = "".join(f"__sized_t{i} string, " for i in range(n)) + f"__sized_name string, {column} long"
+    files = spark.createDataFrame(rows, ddl).select(
+        *[F.col(f"__sized_t{i}").cast(df.schema[c].dataType).alias(f"__sized_p{i}")
+          for i, c in enumerate(pcols)], "__sized_name", column)
+    named = df.withColumn("__sized_name", F.col("_metadata.file_name"))
+    files = F.broadcast(files)
+    cond = named["__sized_name"] == files["__sized_name"]
+    for i, c in enumerate(pcols):
+        cond = cond & named[c].eqNullSafe(files[f"__sized_p{i}"])
+    return named.join(files, cond).select(*df.columns, column)
+
+
+def _sql_text(text):
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def partition_spec(rel_dir):
+    """"PARTITION (`a` = '1', `b` = 'x/y')" for the directory 'a=1/b=x%2Fy'; None for the
+    default (null) partition, which a literal spec cannot name."""
+    pairs = parse_partition_path(rel_dir)
+    if not pairs or any(text is None for _, text in pairs):
+        return None
+    return "PARTITION (" + ", ".join(f"`{c}` = {_sql_text(t)}" for c, t in pairs) + ")"
+
+
+def sync_changed_partitions(spark, fs, location, table, partitions):
+    """Register the partitions (directories relative to the table) that now hold files and
+    drop those whose directory is gone: a write touches a few partitions, and listing all of
+    them (MSCK REPAIR) grows with the table. Falls back to MSCK when a partition is null."""
+    present, gone = [], []
+    for part in sorted(p for p in set(partitions) if p):
+        spec = partition_spec(part)
+        if spec is None:
+            return sync_partitions(spark, table, partitioned=True)
+        path = f"{location.rstrip('/')}/{part}"
+        if fs.exists(path):
+            # The directory itself, not one derived again from the values: exact whatever
+            # escaping wrote it.
+            present.append(f"{spec} LOCATION {_sql_text(path)}")
+        else:
+            gone.append(spec)
+    if present:
+        spark.sql(f"ALTER TABLE {table.quoted} ADD IF NOT EXISTS {' '.join(present)}")
+    if gone:
+        spark.sql(f"ALTER TABLE {table.quoted} DROP IF EXISTS {', '.join(gone)}")
+    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+
+
+
+def partitions_of(*entry_lists):
+    """The partition directories of some FileEntry lists (adds and removes of a commit)."""
+    return {e.partition for entries in entry_lists for e in entries}

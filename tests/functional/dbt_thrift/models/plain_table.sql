@@ -1,0 +1,3 @@
+{{ config(materialized='table') }}
+select cast(id as bigint) as id, concat('row ', id) as label
+from (select explode(sequence(1, 10)) as id)

@@ -1,0 +1,2 @@
+{{ config(materialized='view') }}
+select id, label from {{ ref('plain_table') }} where id % 2 = 0

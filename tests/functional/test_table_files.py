@@ -1,0 +1,73 @@
+"""Reading a chosen set of a table's files, listing them, and telling the metastore which
+partitions a commit changed -- on a real Hive table with awkward partition values."""
+from python_adapter.catalog import TableRef, describe_table
+from python_adapter.fs import HadoopFS
+from python_adapter.table_files import read_files, sync_changed_partitions, with_file_values
+
+AWKWARD = ["plain", "a b", "x/y", "50%", "it's", None]
+
+
+def _table(spark, schema):
+    spark.sql(f"CREATE TABLE {schema}.t (id bigint, region string) USING parquet "
+              f"PARTITIONED BY (region)")
+    rows = [(i, AWKWARD[i % len(AWKWARD)]) for i in range(60)]
+    (spark.createDataFrame(rows, "id bigint, region string").repartition(2)
+     .write.insertInto(f"{schema}.t"))
+    fs = HadoopFS(spark)
+    location = fs.qualify(describe_table(spark, TableRef(schema, "t")).location)
+    files = [f.path[len(location):].lstrip("/") for f in fs.list_files(location)]
+    return fs, location, files
+
+
+def test_listing_parses_the_same_statuses_as_asking_each_attribute(spark, schema):
+    fs, location, files = _table(spark, schema)
+    jvm = spark.sparkContext._jvm
+    jpath = jvm.org.apache.hadoop.fs.Path(location)
+    raw = jpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).listStatus(jpath)
+    by_calls = sorted((HadoopFS._status_by_calls(st) for st in raw), key=lambda s: s.name)
+    parsed = fs.list_dir(location)
+    assert [(s.path, s.name, s.is_dir, s.modified_ms) for s in parsed] == \
+        [(s.path, s.name, s.is_dir, s.modified_ms) for s in by_calls]
+    assert len(files) >= len(AWKWARD)
+    assert fs.list_dir(location + "/no_such_dir") == []
+
+
+def test_read_files_reads_exactly_the_named_files(spark, schema):
+    fs, location, files = _table(spark, schema)
+    table_schema = spark.table(f"{schema}.t").schema
+    every = read_files(spark, location, table_schema, files)
+    assert sorted(tuple(r) for r in every.collect()) == \
+        sorted(tuple(r) for r in spark.table(f"{schema}.t").collect())
+
+    chosen = [f for f in files if "x%2Fy" in f or "__HIVE_DEFAULT_PARTITION__" in f]
+    got = read_files(spark, location, table_schema, chosen)
+    assert {r.region for r in got.collect()} == {"x/y", None}
+    assert got.select("_metadata.file_path").distinct().count() == len(chosen)
+
+    slots = {rel: i for i, rel in enumerate(chosen)}
+    tagged = with_file_values(spark, read_files(spark, location, table_schema, files), ["region"],
+                              slots, "slot")
+    assert tagged.count() == got.count()
+    per_slot = {r.slot: r["count"] for r in tagged.groupBy("slot").count().collect()}
+    assert sorted(per_slot) == sorted(slots.values())
+
+
+def test_sync_changed_partitions_adds_and_drops_only_those(spark, schema):
+    fs, location, files = _table(spark, schema)
+    table = TableRef(schema, "t")
+    spark.sql(f"MSCK REPAIR TABLE {schema}.t SYNC PARTITIONS")
+    before = {r[0] for r in spark.sql(f"SHOW PARTITIONS {schema}.t").collect()}
+    assert len(before) == len(AWKWARD)
+
+    # A new partition directory appears and one partition's files go away.
+    new_dir = "region=new%2Fone"
+    src = next(f for f in files if f.startswith("region=plain/"))
+    fs.rename(f"{location}/{src}", f"{location}/{new_dir}/{src.split('/')[-1]}")
+    gone = "region=it's"
+    fs.delete(f"{location}/{gone}")
+    sync_changed_partitions(spark, fs, location, table, ["region=plain", new_dir, gone])
+
+    after = {r[0] for r in spark.sql(f"SHOW PARTITIONS {schema}.t").collect()}
+    assert len(after) == len(before)  # one added, one dropped
+    values = {r.region for r in spark.table(f"{schema}.t").select("region").distinct().collect()}
+    assert "new/one" in values and "it's" not in values and "plain" in values

@@ -1,0 +1,51 @@
+import random
+
+from python_adapter.routing import assign_tasks
+
+
+def _check(files, min_tasks):
+    task_of, n = assign_tasks(files, min_tasks)
+    assert len(task_of) == len(files)
+    assert all(0 <= t < n for t in task_of)
+    seen = set()
+    for (part, _), task in zip(files, task_of):
+        assert (part, task) not in seen, "two files of one partition in one task would merge"
+        seen.add((part, task))
+    return task_of, n
+
+
+def test_many_small_partitions_share_a_few_tasks():
+    files = [(f"d={i}", 100) for i in range(38)] + [("d=0", 100), ("d=1", 100)]
+    task_of, n = _check(files, min_tasks=2)
+    assert n == 2
+    assert sorted(set(task_of)) == [0, 1]
+
+
+def test_tasks_at_least_the_most_files_of_one_partition():
+    files = [("d=a", 10)] * 5 + [("d=b", 10)] * 2
+    task_of, n = _check(files, min_tasks=2)
+    assert n == 5
+    assert sorted(t for (p, _), t in zip(files, task_of) if p == "d=a") == [0, 1, 2, 3, 4]
+
+
+def test_unpartitioned_is_one_task_per_file():
+    files = [("", 1)] * 7
+    task_of, n = _check(files, min_tasks=2)
+    assert n == 7 and sorted(task_of) == list(range(7))
+
+
+def test_never_more_tasks_than_files_and_load_is_spread():
+    files = [(f"p={i}", w) for i, w in enumerate([50, 40, 30, 20, 10, 10])]
+    task_of, n = _check(files, min_tasks=16)
+    assert n == 6
+    rng = random.Random(3)
+    files = [(f"p={rng.randrange(50)}", rng.randrange(1, 100)) for _ in range(300)]
+    task_of, n = _check(files, min_tasks=4)
+    loads = [0] * n
+    for (_, w), t in zip(files, task_of):
+        loads[t] += w
+    assert max(loads) - min(loads) <= max(w for _, w in files)
+
+
+def test_nothing_to_write():
+    assert assign_tasks([], 4) == ([], 0)

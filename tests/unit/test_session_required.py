@@ -1,0 +1,64 @@
+"""The remote methods (thrift, http, odbc) are refused before any connection opens: real
+credentials, the real connection manager, no Spark and no server. A real thrift server run
+is in tests/functional/test_connection_methods.py; http and odbc cannot be started here."""
+import multiprocessing
+import sys
+import types
+from types import SimpleNamespace
+
+import pytest
+from dbt.adapters.spark.connections import SparkConnectionMethod
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.sized_spark.connections import SizedSparkConnectionManager
+from dbt.adapters.sized_spark.credentials import SizedSparkCredentials
+
+REMOTE = {
+    "thrift": dict(host="127.0.0.1", port=10000),
+    "http": dict(host="https://spark.example.com", port=443, token="t", cluster="c",
+                 organization="0"),
+    "odbc": dict(host="spark.example.com", port=443, token="t", endpoint="e",
+                 driver="/opt/simba/spark/lib/64/libsparkodbc_sb64.so"),
+}
+
+
+def _manager(method, monkeypatch, **fields):
+    if method == "odbc":
+        # dbt-spark's credentials import pyodbc (it needs the unixODBC library, not installed
+        # here); an empty stand-in is enough, the refusal happens before any driver call
+        monkeypatch.setitem(sys.modules, "pyodbc", types.ModuleType("pyodbc"))
+    creds = SizedSparkCredentials(method=SparkConnectionMethod(method), schema="analytics",
+                                  **fields)
+    profile = SimpleNamespace(credentials=creds)  # the manager reads profile.credentials only
+    return SizedSparkConnectionManager(profile, multiprocessing.get_context("spawn"))
+
+
+@pytest.mark.parametrize("method", sorted(REMOTE))
+def test_remote_methods_fail_with_a_message_naming_method_session(method, monkeypatch):
+    manager = _manager(method, monkeypatch, **REMOTE[method])
+    with pytest.raises(DbtRuntimeError) as err:
+        manager.require_session("sized_incremental model analytics.events")
+    message = str(err.value)
+    assert ("sized_incremental model analytics.events needs `method: session`, "
+            f"but this profile uses `method: {method}`.") in message
+    # which strategies need the session: all of them
+    assert ("Every sized_incremental strategy (full build, upsert, insert, insert_overwrite) "
+            "and the sized_* operations") in message
+    # and what works over this method
+    assert ("one of dbt-spark's own materializations (view, table, incremental), which work "
+            f"over `method: {method}`") in message
+
+
+@pytest.mark.parametrize("method", sorted(REMOTE))
+def test_spark_session_refuses_before_opening_a_connection(method, monkeypatch):
+    # no connection was acquired: had it got past the check, get_thread_connection() would
+    # raise dbt's InvalidConnectionError instead of this message
+    manager = _manager(method, monkeypatch, **REMOTE[method])
+    with pytest.raises(DbtRuntimeError, match=f"sized_layout needs `method: session`, but "
+                                              f"this profile uses `method: {method}`"):
+        manager.spark_session("sized_layout")
+
+
+def test_session_method_passes_the_check(monkeypatch):
+    manager = _manager("session", monkeypatch, host="localhost")
+    assert manager.require_session("sized_incremental model analytics.events") is None
