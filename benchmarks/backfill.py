@@ -112,21 +112,22 @@ class conf_set:
 # ----------------------------------------------------------------------------------------
 # Data
 # ----------------------------------------------------------------------------------------
-def generated(spark, rows, partitions, seed=SEED):
-    """365 daily dates, volume growing MONTHLY_GROWTH per month (continuous in the day),
+def generated(spark, rows, partitions, seed=SEED, days=DAYS, start=START):
+    """`days` daily dates from `start` (365 from 2025-01-01), volume growing MONTHLY_GROWTH per
+    month over a year (continuous in the day; with other `days` the same growth over the span),
     dates in random order over the rows (a backfill's input arrives shuffled), ~100 B/row."""
     from pyspark.sql import functions as F
 
-    g = (1 + MONTHLY_GROWTH) ** (12 / DAYS)  # growth per day
+    g = (1 + MONTHLY_GROWTH) ** (12 / days)  # growth per day
     u = F.rand(seed)
     # inverse CDF of a density proportional to g**t on [0, DAYS)
-    t = F.log(F.lit(1.0) + u * F.lit(g ** DAYS - 1)) / F.lit(math.log(g))
-    day = F.least(F.floor(t), F.lit(DAYS - 1)).cast("int")
+    t = F.log(F.lit(1.0) + u * F.lit(g ** days - 1)) / F.lit(math.log(g))
+    day = F.least(F.floor(t), F.lit(days - 1)).cast("int")
     types = F.array(*[F.lit(x) for x in ("view", "click", "search", "add_to_cart", "purchase",
                                           "login", "logout", "share")])
     return (
         spark.range(0, rows, 1, partitions)
-        .withColumn("event_date", F.date_add(F.lit(START.isoformat()).cast("date"), day))
+        .withColumn("event_date", F.date_add(F.lit(start.isoformat()).cast("date"), day))
         .withColumn("user_id", F.pmod(F.xxhash64("id", F.lit(1)), F.lit(1_000_000)))
         .withColumn("session_id", F.substring(
             F.md5(F.concat_ws("/", F.col("user_id").cast("string"),
@@ -140,7 +141,7 @@ def generated(spark, rows, partitions, seed=SEED):
     )
 
 
-def materialize_source(spark, rows, input_partitions):
+def materialize_source(spark, rows, input_partitions, days=DAYS, start=START):
     """Write the input once as an unpartitioned Parquet table of `input_partitions` files, then
     read it with one split per file into an eager local checkpoint (in memory, spilling to
     disk) registered as the temp view SOURCE_VIEW: every method reads exactly these rows in
@@ -151,7 +152,8 @@ def materialize_source(spark, rows, input_partitions):
     only applies while the checkpoint is taken, so no later read in any method sees it."""
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
     spark.sql(f"DROP TABLE IF EXISTS {SOURCE}")
-    generated(spark, rows, input_partitions).write.format("parquet").saveAsTable(SOURCE)
+    generated(spark, rows, input_partitions, days=days, start=start).write.format(
+        "parquet").saveAsTable(SOURCE)
     layout = read_layout(spark, TableRef(SCHEMA, "source"))
     biggest = max(f.bytes for f in layout.files)
     with conf_set(spark, **{"spark.sql.files.maxPartitionBytes": biggest + 1}):
