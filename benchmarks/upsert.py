@@ -53,9 +53,10 @@ BATCHES = f"{SCHEMA}.upsert_batches"      # every batch, partitioned by batch
 FIRST_NEW_DAY = START + timedelta(days=DAYS)     # 2026-01-01: batch b adds day FIRST_NEW_DAY + b - 1
 
 
-def ours_config(target, small_file_limit=None):
+def ours_config(target, small_file_limit=None, index_scope="global"):
     raw = {"partition_by": ["event_date"], "unique_key": "event_id",
-           "incremental_strategy": "upsert", "target_file_size": target, "distribution": "exact"}
+           "incremental_strategy": "upsert", "target_file_size": target, "distribution": "exact",
+           "index_scope": index_scope}
     if small_file_limit is not None:
         raw["small_file_limit"] = small_file_limit
     return parse_config(raw)
@@ -392,13 +393,17 @@ def main(argv=None):
                     help="files of the source table, as in backfill.py (16)")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="output directory")
     ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--index-scope", default="global", choices=("global", "partition"),
+                    help="ours' index_scope: global (default; keys looked up in every file "
+                         "their range does not rule out) or partition (only the batch's "
+                         "partitions: the events' dates never change)")
     ap.add_argument("--verbose", action="store_true", help="print the engine's progress log")
     ap.add_argument("--keep", action="store_true",
                     help="keep the warehouse and metastore under <out>/ (deleted by default)")
     args = ap.parse_args(argv)
 
     target = parse_size(args.target, "--target")
-    cfg = ours_config(args.target, args.small_file_limit)
+    cfg = ours_config(args.target, args.small_file_limit, args.index_scope)
     small_limit = cfg.small_file_limit
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
@@ -504,7 +509,7 @@ def main(argv=None):
 
     ingested = sum(b["bytes"] for b in batches)
     title = (f"Upsert: {args.batches} batches into {src['rows']:,} rows, {DAYS} daily "
-             f"partitions, target {args.target}")
+             f"partitions, target {args.target}, ours with index_scope {args.index_scope}")
     shead, sbody = summary_rows(history, batches)
     hhead, hbody = history_rows(history, batches)
     b0 = batches[0]

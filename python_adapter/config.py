@@ -13,6 +13,9 @@ DISTRIBUTIONS = ("range", "exact", "hash", "none")
 CLUSTER_STRATEGIES = ("linear", "zorder", "hilbert")
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
 FILE_FORMATS = ("parquet",)
+# Where upsert looks for an incoming key's file (Hudi's GLOBAL_BLOOM vs BLOOM index):
+# every file the key ranges do not rule out, or only the batch's partitions.
+INDEX_SCOPES = ("global", "partition")
 DEFAULT_TARGET = "128MB"
 # Hudi's defaults put the small-file limit at ~78% of the max file size (100MB of 128MB);
 # keep that ratio when only the target is set, so setting one key never makes an invalid pair.
@@ -44,6 +47,7 @@ class SizedConfig:
     delete_column: Optional[str] = None
     precombine_column: Optional[str] = None
     on_schema_change: str = "ignore"
+    index_scope: str = "global"
     file_format: str = "parquet"
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -150,6 +154,7 @@ def parse_config(raw):
         precombine_column=_optional_name("precombine_column", raw.get("precombine_column")),
         on_schema_change=_choice("on_schema_change", raw.get("on_schema_change"),
                                  ON_SCHEMA_CHANGE, "ignore"),
+        index_scope=_choice("index_scope", raw.get("index_scope"), INDEX_SCOPES, "global"),
         file_format=file_format,
     )
 

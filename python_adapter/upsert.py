@@ -134,10 +134,15 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
     candidates = []
     if keys and have_files:
         # Keys are unique across the table, so every file may hold one; the key ranges the
-        # timeline recorded per file rule most out without opening them.
-        candidates = [f.path for f in current_files if may_hold_keys(f, lo, hi)]
+        # timeline recorded per file rule most out without opening them. With index_scope
+        # 'partition' a key is only looked for in its own partition (keys never move).
+        scope = current_files
+        if cfg.index_scope == "partition" and pcols:
+            parts = {partition_path(pcols, tuple(r)) for r in batch.select(*pcols).distinct().collect()}
+            scope = [f for f in current_files if f.partition in parts]
+        candidates = [f.path for f in scope if may_hold_keys(f, lo, hi)]
         progress(f"tagging incoming keys against {len(candidates)} of "
-                 f"{sum(len(v) for v in current.values())} files")
+                 f"{sum(len(v) for v in current.values())} files (index scope {cfg.index_scope})")
     if candidates:
         key_names = [f"__sized_k{i}" for i in range(len(keys))]
         existing = read_files(spark, location, table_schema, candidates).select(

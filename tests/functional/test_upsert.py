@@ -81,6 +81,35 @@ def test_key_moving_partition_leaves_its_old_file(spark, schema, events):
     assert spark.table(f"{schema}.move").count() == base.count()
 
 
+def test_partition_index_scope_looks_only_in_the_batch_partitions(spark, schema, events):
+    """Keys spread over every day (so no key range rules a file out): with index_scope
+    'partition' the files of the other days are never opened -- they are corrupted here,
+    size kept -- and the updates still replace their rows."""
+    table = TableRef(schema, "scoped")
+    base = events(days=3).withColumn("id", F.col("id") % 100000)  # same key ranges every day
+    base = base.withColumn("id", F.col("id") * 10 + F.dayofmonth("day"))
+    write_dataframe(spark, base, table, cfg(index_scope="partition"), **QUIET)
+    fs = HadoopFS(spark)
+    location = fs.qualify(describe_table(spark, table).location)
+    saved = {}
+    layout = files_by_partition(spark, schema, "scoped")
+    for part in ("day=2025-01-01", "day=2025-01-02"):
+        for f in layout[part]:
+            path = f"{location}/{f.path}"
+            saved[path] = fs.read_bytes(path)
+            fs.write_bytes(path, b"x" * len(saved[path]), overwrite=True)
+    batch = base.where("day = date'2025-01-03' and id % 7 = 0").withColumn("tag", F.lit("v2"))
+    logs = []
+    write_dataframe(spark, batch, table, cfg(index_scope="partition"), log=logs.append)
+    assert any("index scope partition" in m for m in logs)
+    for path, data in saved.items():
+        fs.write_bytes(path, data, overwrite=True)
+    spark.catalog.refreshTable(f"{schema}.scoped")
+    expected = {r[0]: r[1] for r in rows_of_df(base)}
+    expected.update({r[0]: r[1] for r in rows_of_df(batch)})
+    assert rows_of(spark, schema, "scoped") == sorted(expected.items())
+
+
 def test_deletes_remove_rows(spark, schema, events):
     table = TableRef(schema, "del")
     base = events(days=3).withColumn("gone", F.lit(False))

@@ -34,6 +34,8 @@ def test_defaults_follow_design():
     assert cfg.incremental_strategy == "insert"
     assert parse_config({"unique_key": "id"}).incremental_strategy == "upsert"
     assert parse_config({"unique_key": ["a", "b"]}).unique_key == ("a", "b")
+    assert cfg.index_scope == "global"
+    assert parse_config({"index_scope": "Partition"}).index_scope == "partition"
 
 
 def test_small_file_limit_defaults_below_a_custom_target():
@@ -58,6 +60,7 @@ def test_small_file_limit_defaults_below_a_custom_target():
     ({"on_schema_change": "explode"}, "on_schema_change", "explode"),
     ({"file_format": "delta"}, "file_format", "delta"),
     ({"partition_by": 5}, "partition_by", "5"),
+    ({"index_scope": "table"}, "index_scope", "table"),
 ])
 def test_every_bad_value_names_key_and_value(raw, key, value):
     with pytest.raises(ConfigError) as err:
