@@ -9,12 +9,17 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from python_adapter.planning import file_id_ranges
-from python_adapter.routing import routing_keys
+from python_adapter.routing import assign_tasks, routing_keys
 
 SEED = 20261122
+# exact: a task may write files of several partitions (one each), so a table of many small
+# partitions is not written by one task per file; tasks stay at or below about this much
+# data each, so big writes keep their parallelism and small per-task sorts.
+TASK_BYTES = 128 * 1000 * 1000
 
 
-def distribute(spark, df, partition_by, distribution, total_files, plans=None):
+def distribute(spark, df, partition_by, distribution, total_files, plans=None,
+               bytes_per_row=None):
     """plans: {partition key tuple: PartitionPlan}; needed by exact, optional otherwise."""
     if distribution == "none" or total_files <= 0:
         return df
@@ -23,7 +28,7 @@ def distribute(spark, df, partition_by, distribution, total_files, plans=None):
     if distribution == "hash":
         return _hash(df, partition_by, total_files, len(plans or {1: 1}))
     if distribution == "exact":
-        return _exact(spark, df, partition_by, plans)
+        return _exact(spark, df, partition_by, plans, bytes_per_row)
     raise ValueError(f"distribution: unknown value {distribution!r}")
 
 
@@ -45,15 +50,35 @@ def _hash(df, partition_by, total_files, num_partitions):
               .drop("__sized_salt"))
 
 
-def _exact(spark, df, partition_by, plans):
+def exact_tasks(plans, bytes_per_row, parallelism):
+    """(task index per file id, number of tasks) for exact: files of one partition in
+    different tasks, at least `parallelism` tasks (or one per file if fewer) and enough that
+    a task holds about TASK_BYTES at most."""
+    ranges = file_id_ranges(plans)
+    if not bytes_per_row:  # no size known (file_count): one task per file, as planned
+        total = sum(plan.files for _, _, plan in ranges)
+        return list(range(total)), total
+    files = []
+    for key, _first, plan in ranges:
+        rows_left = plan.rows
+        for _ in range(plan.files):
+            rows = min(plan.rows_per_file, rows_left)
+            rows_left -= rows
+            files.append((key, max(rows, 0)))
+    total_bytes = sum(r for _, r in files) * bytes_per_row
+    return assign_tasks(files, max(parallelism, math.ceil(total_bytes / TASK_BYTES)))
+
+
+def _exact(spark, df, partition_by, plans, bytes_per_row=None):
     """Each row gets a file id from its partition's run of ids (files filled to rows_per_file,
-    the last taking the remainder); file id i goes to task i by a routing key whose Spark
-    hash lands on i (no collisions, no sampling)."""
+    the last taking the remainder); file id i goes to its task by a routing key whose Spark
+    hash lands on that task (no collisions, no sampling)."""
     ranges = file_id_ranges(plans)
     total = sum(plan.files for _, _, plan in ranges)
-    keys = routing_keys(total)
+    task_of, n_tasks = exact_tasks(plans, bytes_per_row, spark.sparkContext.defaultParallelism)
+    keys = routing_keys(n_tasks)
     route_df = spark.createDataFrame(
-        list(enumerate(keys)),
+        [(fid, keys[task_of[fid]]) for fid in range(total)],
         T.StructType([T.StructField("__sized_fid", T.LongType()),
                       T.StructField("__sized_route", T.LongType())]))
     if partition_by:
@@ -82,6 +107,6 @@ def _exact(spark, df, partition_by, plans):
                                            F.col("__sized_count") - 1)
     routed = (with_plan.withColumn("__sized_fid", fid.cast("long"))
                        .join(F.broadcast(route_df), "__sized_fid", "left"))
-    return (routed.repartition(total, F.col("__sized_route"))
+    return (routed.repartition(n_tasks, F.col("__sized_route"))
                   .drop("__sized_fid", "__sized_route", "__sized_first", "__sized_count",
                         "__sized_span"))

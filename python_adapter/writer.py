@@ -319,7 +319,8 @@ def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, prog
         staging = proto.staging_dir(instant.instant) + "/data"
         if total_rows != 0:
             progress("writing files to staging")
-            out = distribute(spark, cached, pcols, cfg.distribution, total_files, plans)
+            out = distribute(spark, cached, pcols, cfg.distribution, total_files, plans,
+                             bytes_per_row=bpr)
             out.write.partitionBy(*pcols).mode("overwrite").parquet(staging)
         added = _staged_entries(spark, fs, staging, _key_column(cfg, df))
         progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}")

@@ -49,3 +49,20 @@ def test_never_more_tasks_than_files_and_load_is_spread():
 
 def test_nothing_to_write():
     assert assign_tasks([], 4) == ([], 0)
+
+
+def test_exact_packs_small_partitions_and_keeps_big_writes_parallel():
+    from python_adapter.distribution import TASK_BYTES, exact_tasks
+    from python_adapter.planning import PartitionPlan
+
+    small = {(f"2025-01-{d:02d}",): PartitionPlan(rows=1000, files=1, rows_per_file=1000)
+             for d in range(1, 29)}
+    task_of, n = exact_tasks(small, bytes_per_row=100, parallelism=2)
+    assert n == 2 and len(task_of) == 28
+    # 10 files of ~TASK_BYTES each: one task per file, never fewer
+    big = {("a",): PartitionPlan(rows=10 * 1_000_000, files=10, rows_per_file=1_000_000)}
+    task_of, n = exact_tasks(big, bytes_per_row=TASK_BYTES / 1_000_000, parallelism=2)
+    assert n == 10 and sorted(task_of) == list(range(10))
+    # no size known (static file_count): one task per file
+    task_of, n = exact_tasks(small, bytes_per_row=None, parallelism=2)
+    assert n == 28 and task_of == list(range(28))
