@@ -767,7 +767,8 @@ def report(args, results, modes, scales, partitions, target, version, out, tmp, 
              f"{args.batches} upsert batches, {' and '.join(modes)}")
     notes = [
         f"One table size axis for both phases: the backfill writes --rows x scale rows "
-        f"({args.rows:,} at scale 1 = backfill.py's default; its default target 1MB), and the "
+        f"({args.rows:,} at scale 1, target {args.target}; backfill.py's default is 3,000,000 "
+        f"rows at 1MB), and the "
         f"upsert batches run on the table that backfill wrote. upsert.py's default (200,000 rows, "
         f"target 64KB) has the same shape in files (~3 rows per byte of target, ~1.05 files "
         f"per daily partition), 15x fewer bytes per file; `--rows 200000 --target 64KB` "
