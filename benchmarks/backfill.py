@@ -523,6 +523,20 @@ def plot(rows, target, common_ideal, path, title):
 
 
 # ----------------------------------------------------------------------------------------
+def finish_run(md_path, md_lines, tmp, keep, started, also_written=()):
+    """Write the markdown report, say what was written, drop the work dir unless kept."""
+    with open(md_path, "w") as fh:
+        fh.write("\n".join(md_lines))
+    print()
+    for path in (md_path, *also_written):
+        print(f"wrote {path}")
+    if keep:
+        print(f"kept warehouse and metastore in {tmp}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"total {time.perf_counter() - started:.0f}s")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=3_000_000, help="rows in the backfill (3000000)")
@@ -683,16 +697,7 @@ def main(argv=None):
         *[f"- {x}" for x in cnotes], "",
         "![file sizes](backfill_sizes.png)", "",
     ]
-    with open(md_path, "w") as fh:
-        fh.write("\n".join(md))
-    print()
-    print(f"wrote {md_path}")
-    print(f"wrote {png_path}")
-    if args.keep:
-        print(f"kept warehouse and metastore in {tmp}")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"total {time.perf_counter() - started:.0f}s")
+    finish_run(md_path, md, tmp, args.keep, started, also_written=(png_path,))
     return 0
 
 

@@ -18,7 +18,6 @@ import argparse
 import os
 import platform
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -30,7 +29,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from backfill import SCHEMA, SEED, conf_set, md_table, start_spark, text_table  # noqa: E402
+from backfill import (SCHEMA, SEED, conf_set, finish_run, md_table, start_spark,  # noqa: E402
+                      text_table)
 from python_adapter.catalog import TableRef  # noqa: E402
 from python_adapter.cluster_exec import run_clustering  # noqa: E402
 from python_adapter.config import parse_config  # noqa: E402
@@ -448,15 +448,7 @@ def main(argv=None):
         "## Goal check (printed, not asserted)", "",
         *[f"- {g}" for g in goals], "",
     ]
-    with open(md_path, "w") as fh:
-        fh.write("\n".join(md))
-    say("")
-    say(f"wrote {md_path}")
-    if args.keep:
-        say(f"kept warehouse and metastore in {tmp}")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
-    say(f"total {time.perf_counter() - started:.0f}s")
+    finish_run(md_path, md, tmp, args.keep, started)
     return 0
 
 

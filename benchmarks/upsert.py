@@ -24,7 +24,6 @@ import argparse
 import os
 import platform
 import random
-import shutil
 import sys
 import tempfile
 import time
@@ -37,7 +36,7 @@ if HERE not in sys.path:
 
 from backfill import (DATA_COLS, DAYS, SCHEMA, SEED, SOURCE, SOURCE_VIEW, START,  # noqa: E402
                       conf_set, create_plain_table, generated, materialize_source, md_table,
-                      start_spark, text_table)
+                      finish_run, start_spark, text_table)
 from clustering import engine_state  # noqa: E402
 from python_adapter.catalog import TableRef, describe_table  # noqa: E402
 from python_adapter.config import parse_config  # noqa: E402
@@ -580,16 +579,7 @@ def main(argv=None):
         f"- {goals_summary}", "",
         "![files over batches](upsert_files.png)", "",
     ]
-    with open(md_path, "w") as fh:
-        fh.write("\n".join(md))
-    print()
-    print(f"wrote {md_path}")
-    print(f"wrote {png_path}")
-    if args.keep:
-        print(f"kept warehouse and metastore in {tmp}")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"total {time.perf_counter() - started:.0f}s")
+    finish_run(md_path, md, tmp, args.keep, started, also_written=(png_path,))
     return 0
 
 
