@@ -169,12 +169,9 @@ class CommitProtocol:
         return inflight
 
     def publish(self, inflight):
-        for entry in inflight.removed:
-            self.fs.rename(self.final_path(entry.path), entry.moved_path)
-            fault_point("publish")
-        for entry in inflight.added:
-            self.fs.rename(entry.moved_path, self.final_path(entry.path))
-            fault_point("publish")
+        moves = [(self.final_path(e.path), e.moved_path) for e in inflight.removed] + \
+                [(e.moved_path, self.final_path(e.path)) for e in inflight.added]
+        self.fs.rename_many(moves, after_each=lambda: fault_point("publish"))
         self._drop_empty_partition_dirs(inflight.removed)
         fault_point("published")
 

@@ -64,6 +64,21 @@ class HadoopFS:
             modified_ms=int(st.getModificationTime()),
         )
 
+    def _statuses(self, jstatuses):
+        """FileStatus of each element of a Java FileStatus[]: one py4j call for the whole array
+        (commons-lang3's ArrayUtils.toString, which py4j can call with a FileStatus[]), one per
+        element only when that text does not split cleanly."""
+        if jstatuses is None:
+            return []
+        n = len(jstatuses)
+        if n == 0:
+            return []
+        text = str(self._jvm.org.apache.commons.lang3.ArrayUtils.toString(jstatuses))
+        parsed = [parse_status_text(t) for t in _split_status_array(text)]
+        if len(parsed) == n and all(p is not None for p in parsed):
+            return parsed
+        return [self._status(st) for st in jstatuses]
+
     def list_dir(self, path):
         """Direct children of a directory; [] when it does not exist."""
         jpath = self._path(path)
@@ -74,10 +89,14 @@ class HadoopFS:
             if "FileNotFoundException" in str(exc):
                 return []
             raise
-        return sorted((self._status(st) for st in statuses), key=lambda s: s.name)
+        return sorted(self._statuses(statuses), key=lambda s: s.name)
 
     def list_files(self, path, skip_hidden=True):
         """All files below a directory, recursively; hidden (`.`/`_`) entries skipped as Spark does."""
+        if skip_hidden and not _GLOB_CHARS.search(path):
+            found = self._list_files_by_level(path)
+            if found is not None:
+                return found
         out = []
         stack = [path]
         while stack:
@@ -90,13 +109,54 @@ class HadoopFS:
                     out.append(st)
         return sorted(out, key=lambda s: s.path)
 
+    def _list_files_by_level(self, path):
+        """list_files with one glob per directory level (`path/*`, `path/*/*`, ...) instead of
+        one listing per directory: a table of 3650 partitions is listed in a few calls. None
+        when the filesystem spells the paths it returns differently from `path`."""
+        base = self.qualify(path).rstrip("/")
+        jbase = self._path(base)
+        fs = self._fs(jbase)
+        if not fs.exists(jbase):
+            return []
+        out = []
+        depth = 1
+        while True:
+            more = False
+            for st in self._statuses(fs.globStatus(self._path(base + "/*" * depth))):
+                if not st.path.startswith(base + "/"):
+                    return None
+                rel = st.path[len(base) + 1:]
+                if any(part[:1] in (".", "_") for part in rel.split("/")):
+                    continue  # hidden, or below a hidden directory
+                if st.is_dir:
+                    more = True
+                else:
+                    out.append(st)
+            if not more:
+                return sorted(out, key=lambda s: s.path)
+            depth += 1
+
+    def rename_many(self, pairs, after_each=None):
+        """rename() for many (src, dst) pairs on one filesystem, in order: each destination
+        directory is made once, not once per file. after_each() runs after every rename."""
+        fs = None
+        made = set()
+        for src, dst in pairs:
+            jsrc, jdst = self._path(src), self._path(dst)
+            if fs is None:
+                fs = self._fs(jsrc)
+            parent = dst.rstrip("/").rsplit("/", 1)[0]
+            if parent not in made:
+                fs.mkdirs(jdst.getParent())
+                made.add(parent)
+            if not fs.rename(jsrc, jdst):
+                raise IOError(f"rename refused: {src} -> {dst}")
+            if after_each is not None:
+                after_each()
+
     def rename(self, src, dst):
         """Move src to dst (parent created); raises if the filesystem refuses."""
-        jsrc, jdst = self._path(src), self._path(dst)
-        fs = self._fs(jsrc)
-        fs.mkdirs(jdst.getParent())
-        if not fs.rename(jsrc, jdst):
-            raise IOError(f"rename refused: {src} -> {dst}")
+        self.rename_many([(src, dst)])
 
     def delete(self, path, recursive=True):
         jpath = self._path(path)
@@ -123,6 +183,19 @@ class HadoopFS:
     def size(self, path):
         jpath = self._path(path)
         return int(self._fs(jpath).getFileStatus(jpath).getLen())
+
+
+# Characters Hadoop's glob gives a meaning to: a path holding one is listed directory by directory.
+_GLOB_CHARS = re.compile(r"[*?\[\]{}\\]")
+# ArrayUtils.toString(FileStatus[]): "{A{path=...},B{path=...}}"; elements split where one
+# ends and the next status begins.
+_STATUS_SPLIT = re.compile(r"\},(?=\w*\{path=)")
+
+
+def _split_status_array(text):
+    if not (text.startswith("{") and text.endswith("}")):
+        return []
+    return _STATUS_SPLIT.split(text[1:-1])
 
 
 def parse_status_text(text):

@@ -71,3 +71,41 @@ def test_sync_changed_partitions_adds_and_drops_only_those(spark, schema):
     assert len(after) == len(before)  # one added, one dropped
     values = {r.region for r in spark.table(f"{schema}.t").select("region").distinct().collect()}
     assert "new/one" in values and "it's" not in values and "plain" in values
+
+
+def _list_by_dirs(fs, path):
+    """The reference listing: one listStatus per directory, each attribute asked for."""
+    jvm_path = fs._path(path)
+    out = []
+    for st in fs._fs(jvm_path).listStatus(jvm_path):
+        status = HadoopFS._status_by_calls(st)
+        if status.name[:1] in (".", "_"):
+            continue
+        out += _list_by_dirs(fs, status.path) if status.is_dir else [status]
+    return out
+
+
+def test_list_files_by_level_matches_listing_each_directory(spark, schema):
+    # Two partition levels with awkward values, plus what a table holds besides data: Spark's
+    # _SUCCESS, our .sized metadata with files and directories below it, a hidden directory
+    # inside a partition.
+    spark.sql(f"CREATE TABLE {schema}.t2 (id bigint, region string, day string) USING parquet "
+              f"PARTITIONED BY (region, day)")
+    rows = [(i, AWKWARD[i % len(AWKWARD)], f"d{i % 3}") for i in range(60)]
+    spark.createDataFrame(rows, "id bigint, region string, day string").repartition(2) \
+        .write.insertInto(f"{schema}.t2")
+    fs = HadoopFS(spark)
+    location = fs.qualify(describe_table(spark, TableRef(schema, "t2")).location)
+    for hidden in [".sized/timeline/1.commit", ".sized/staging/1/data/region=a/day=b/f.parquet",
+                   "_SUCCESS", "region=plain/.hidden/f.parquet", "region=plain/_tmp/x"]:
+        fs.write_bytes(f"{location}/{hidden}", b"x", overwrite=True)
+
+    listed = fs.list_files(location)
+    reference = sorted(_list_by_dirs(fs, location), key=lambda s: s.path)
+    assert [(s.path, s.size, s.modified_ms, s.is_dir) for s in listed] == \
+        [(s.path, s.size, s.modified_ms, s.is_dir) for s in reference]
+    assert len(listed) >= len(AWKWARD) and all(s.name.endswith(".parquet") for s in listed)
+    # The staging area is listed from its own root, hidden parents of the root not held against it.
+    staged = fs.list_files(f"{location}/.sized/staging/1/data")
+    assert [s.path.rsplit("/", 3)[1:] for s in staged] == [["region=a", "day=b", "f.parquet"]]
+    assert fs.list_files(f"{location}/no_such_dir") == []
