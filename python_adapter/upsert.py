@@ -38,37 +38,40 @@ class Slot:
     updates: int = 0
 
 
-def validate_keys(df, keys, precombine_column):
+def validate_keys(df, keys, precombine_column, pcols=()):
     """Null keys fail; duplicate keys fail unless a precombine column picks the latest.
     Returns (the rows to write, (min, max) of the first key column or (None, None) when it
-    has no order): one aggregation finds all of it."""
+    has no order, the set of partition values of the rows): one aggregation finds all of it."""
     null_cond = None
     for k in keys:
         cond = F.col(k).isNull()
         null_cond = cond if null_cond is None else null_cond | cond
-    groups = df.groupBy(*keys).count()
+    part = [F.collect_set(F.struct(*pcols)).alias("__sized_parts")] if pcols else []
+    groups = df.groupBy(*keys).agg(F.count(F.lit(1)).alias("count"), *part)
     first = keys[0]
     orderable = isinstance(df.schema[first].dataType, _ORDERABLE)
     aggs = [F.sum(F.when(null_cond, 1).otherwise(0)),
             F.sum(F.when(F.col("count") > 1, 1).otherwise(0))]
-    if orderable:
-        aggs += [F.min(first), F.max(first)]
+    aggs += [F.min(first), F.max(first)] if orderable else [F.lit(None), F.lit(None)]
+    if pcols:
+        aggs.append(F.collect_set("__sized_parts"))  # few distinct sets: one per partition
     found = groups.agg(*aggs).first()
     if found[0]:
         raise ConfigError(f"unique_key: the new data has rows with a null {' / '.join(keys)}; "
                           f"a unique key must not be null")
     if found[1] and not precombine_column:
         dups = groups.where("count > 1").limit(3).collect()
-        shown = ", ".join(str(tuple(r[:-1]) if len(keys) > 1 else r[0]) for r in dups)
+        shown = ", ".join(str(tuple(r[:len(keys)]) if len(keys) > 1 else r[0]) for r in dups)
         raise ConfigError(
             f"unique_key: the new data holds the same key more than once (e.g. {shown}); "
             f"set precombine_column to the column whose largest value wins, or dedupe the model")
-    key_range = (found[2], found[3]) if orderable else (None, None)
+    key_range = (found[2], found[3])
+    partitions = {tuple(p) for parts in found[4] for p in parts} if pcols else set()
     if precombine_column and found[1]:
         w = Window.partitionBy(*keys).orderBy(F.col(precombine_column).desc_nulls_last())
         df = (df.withColumn("__sized_rn", F.row_number().over(w))
                 .where("__sized_rn = 1").drop("__sized_rn"))
-    return df, key_range
+    return df, key_range, partitions
 
 
 def _slot_of_rows(spark, rows, schema):
@@ -103,6 +106,77 @@ def may_hold_keys(entry, lo, hi):
     return not (fmax[1] < blo[1] or fmin[1] > bhi[1])
 
 
+def _tag_columns(pcols):
+    return ["__sized_file", "__sized_same", *[f"__sized_op{i}" for i in range(len(pcols))]]
+
+
+def _tag(spark, location, table_schema, batch, keys, pcols, candidates):
+    """The batch with, per row, the file holding its key among `candidates` (__sized_file,
+    null when none), that file's partition values (__sized_op<i>) and whether the row stays
+    in that partition (__sized_same)."""
+    if not candidates:
+        tagged = (batch.withColumn("__sized_file", F.lit(None).cast("string"))
+                       .withColumn("__sized_same", F.lit(False)))
+        for i, c in enumerate(pcols):
+            tagged = tagged.withColumn(f"__sized_op{i}", F.col(c))
+        return tagged
+    key_names = [f"__sized_k{i}" for i in range(len(keys))]
+    existing = read_files(spark, location, table_schema, candidates).select(
+        *[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)],
+        *[F.col(c).alias(f"__sized_op{i}") for i, c in enumerate(pcols)],
+        F.col("_metadata.file_path").alias("__sized_file"))
+    # Keep only the table's rows whose key comes in before the outer join: the batch's
+    # keys are small next to the table, so this streams the table past them once.
+    existing = existing.join(
+        batch.select(*[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)]),
+        key_names, "left_semi")
+    cond = None
+    for i, k in enumerate(keys):
+        c = batch[k] == existing[key_names[i]]
+        cond = c if cond is None else cond & c
+    tagged = batch.join(existing, cond, "left").drop(*key_names)
+    same = F.lit(True)
+    for i, c in enumerate(pcols):
+        same = same & F.col(c).eqNullSafe(F.col(f"__sized_op{i}"))
+    return tagged.withColumn("__sized_same", F.col("__sized_file").isNotNull() & same)
+
+
+def _tag_the_unfound(spark, location, table_schema, tagged, stats, keys, pcols, rest, progress):
+    """Second tagging pass: the keys no file of their own partition held, against the other
+    files whose key range may hold them. Returns the (persisted) tagged rows and their stats."""
+    unfound = [r for r in stats if r["__sized_file"] is None]
+    lows = [r["__sized_kmin"] for r in unfound if r["__sized_kmin"] is not None]
+    highs = [r["__sized_kmax"] for r in unfound if r["__sized_kmax"] is not None]
+    lo, hi = (min(lows), max(highs)) if lows and len(lows) == len(unfound) else (None, None)
+    second = [f.path for f in rest if may_hold_keys(f, lo, hi)] if unfound else []
+    progress(f"{sum(r['count'] for r in unfound)} keys not in their partitions' files: "
+             f"looking in {len(second)} of the other {len(rest)} files")
+    if not second:
+        return tagged, stats
+    found = tagged.where("__sized_file is not null")
+    untagged = tagged.where("__sized_file is null").drop(*_tag_columns(pcols))
+    retagged = found.unionByName(
+        _tag(spark, location, table_schema, untagged, keys, pcols, second)).persist()
+    try:
+        stats = _tag_stats(retagged, pcols, keys)  # also fills retagged's cache from tagged's
+    except BaseException:
+        retagged.unpersist()
+        raise
+    tagged.unpersist()
+    return retagged, stats
+
+
+def _tag_stats(tagged, pcols, keys):
+    """What goes where, in one aggregation: rows per (new partition, old partition, file,
+    stays, deleted), with the key range of each group (to look for unfound keys)."""
+    aggs = [F.count(F.lit(1)).alias("count")]
+    orderable = keys and isinstance(tagged.schema[keys[0]].dataType, _ORDERABLE)
+    aggs += [F.min(keys[0]).alias("__sized_kmin"), F.max(keys[0]).alias("__sized_kmax")] \
+        if orderable else [F.lit(None).alias("__sized_kmin"), F.lit(None).alias("__sized_kmax")]
+    return tagged.groupBy(*pcols, *[f"__sized_op{i}" for i in range(len(pcols))],
+                          "__sized_file", "__sized_same", "__sized_del").agg(*aggs).collect()
+
+
 def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_per_row,
                  staging, progress, current_files, excluded=()):
     """Write the upsert/insert output files to `staging`; returns (removed rel paths, summary).
@@ -124,55 +198,36 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
         current.setdefault(f.partition, []).append((f.path, f.bytes))
     have_files = bool(current)
 
-    batch, (lo, hi) = df, (None, None)
+    batch, (lo, hi), batch_parts = df, (None, None), set()
     if keys:
         progress("checking keys of the new data")
-        batch, (lo, hi) = validate_keys(df, keys, cfg.precombine_column)
+        batch, (lo, hi), batch_parts = validate_keys(df, keys, cfg.precombine_column, pcols)
     batch = batch.withColumn("__sized_del", delete_flag)
 
     # -- tag: which existing file holds each incoming key ------------------------------
-    candidates = []
+    # First in the batch's own partitions, the files whose recorded key range may hold its
+    # keys. Keys are unique across the table, so with index_scope 'global' a key not found
+    # there is then looked for in every other file whose key range may hold the keys still
+    # unfound: for keys that grow with time (new keys above every file's range) that is no
+    # file at all. With 'partition' keys never change partition and the first pass is all.
+    total_files = len(current_files)
+    first_pass, rest = [], []
     if keys and have_files:
-        # Keys are unique across the table, so every file may hold one; the key ranges the
-        # timeline recorded per file rule most out without opening them. With index_scope
-        # 'partition' a key is only looked for in its own partition (keys never move).
-        scope = current_files
-        if cfg.index_scope == "partition" and pcols:
-            parts = {partition_path(pcols, tuple(r)) for r in batch.select(*pcols).distinct().collect()}
-            scope = [f for f in current_files if f.partition in parts]
-        candidates = [f.path for f in scope if may_hold_keys(f, lo, hi)]
-        progress(f"tagging incoming keys against {len(candidates)} of "
-                 f"{sum(len(v) for v in current.values())} files (index scope {cfg.index_scope})")
-    if candidates:
-        key_names = [f"__sized_k{i}" for i in range(len(keys))]
-        existing = read_files(spark, location, table_schema, candidates).select(
-            *[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)],
-            *[F.col(c).alias(f"__sized_op{i}") for i, c in enumerate(pcols)],
-            F.col("_metadata.file_path").alias("__sized_file"))
-        # Keep only the table's rows whose key comes in before the outer join: the batch's
-        # keys are small next to the table, so this streams the table past them once.
-        existing = existing.join(
-            batch.select(*[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)]),
-            key_names, "left_semi")
-        cond = None
-        for i, k in enumerate(keys):
-            c = batch[k] == existing[f"__sized_k{i}"]
-            cond = c if cond is None else cond & c
-        tagged = batch.join(existing, cond, "left").drop(*[f"__sized_k{i}" for i in range(len(keys))])
-        same = F.lit(True)
-        for i, c in enumerate(pcols):
-            same = same & F.col(c).eqNullSafe(F.col(f"__sized_op{i}"))
-        tagged = tagged.withColumn("__sized_same", F.col("__sized_file").isNotNull() & same)
-    else:
-        tagged = (batch.withColumn("__sized_file", F.lit(None).cast("string"))
-                       .withColumn("__sized_same", F.lit(False)))
-        for i, c in enumerate(pcols):
-            tagged = tagged.withColumn(f"__sized_op{i}", F.col(c))
-    tagged = tagged.persist()
+        touched = {partition_path(pcols, p) for p in batch_parts} if pcols else None
+        for f in current_files:
+            (first_pass if touched is None or f.partition in touched else rest).append(f)
+        first_pass = [f for f in first_pass if may_hold_keys(f, lo, hi)]
+        progress(f"tagging incoming keys against {len(first_pass)} of {total_files} files "
+                 f"(the batch's partitions; index scope {cfg.index_scope})")
+    tagged = _tag(spark, location, table_schema, batch, keys, pcols,
+                  [f.path for f in first_pass]).persist()
     try:
-        # -- count what goes where: one aggregation ----------------------------------------
-        stats = tagged.groupBy(*pcols, *[f"__sized_op{i}" for i in range(len(pcols))],
-                               "__sized_file", "__sized_same", "__sized_del").count().collect()
+        stats = _tag_stats(tagged, pcols, keys)
+        if keys and rest and cfg.index_scope == "global":
+            tagged, stats = _tag_the_unfound(spark, location, table_schema, tagged, stats, keys,
+                                             pcols, rest, progress)
+
+        # -- count what goes where ---------------------------------------------------------
         values_of = {}                 # partition path -> partition values
         updates_by_file = {}           # rel path -> rows replaced or removed in it
         inserts_by_part = {}           # partition path -> rows to insert
@@ -180,7 +235,8 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
         n = len(pcols)
         for r in stats:
             new_vals, old_vals = tuple(r[:n]), tuple(r[n:2 * n])
-            file_uri, same, deleted, count = r[2 * n], r[2 * n + 1], r[2 * n + 2], r[2 * n + 3]
+            file_uri, same, deleted, count = (r["__sized_file"], r["__sized_same"],
+                                              r["__sized_del"], r["count"])
             if file_uri is not None:
                 rel = unquote(file_uri)[len(unquote(location)):].lstrip("/")
                 spark_path_of[rel] = file_uri

@@ -305,7 +305,7 @@ def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, prog
     if operation in ("upsert", "insert"):
         return _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress, table)
     if cfg.incremental_strategy == "upsert":
-        df, _ = validate_keys(df, _resolve_names(cfg.unique_key, df.columns), cfg.precombine_column)
+        df, _, _ = validate_keys(df, _resolve_names(cfg.unique_key, df.columns), cfg.precombine_column)
     if cfg.delete_column:
         df = df.where(~F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False)))
     cache = cfg.distribution != "none" and df.storageLevel == StorageLevel.NONE

@@ -110,6 +110,57 @@ def test_partition_index_scope_looks_only_in_the_batch_partitions(spark, schema,
     assert rows_of(spark, schema, "scoped") == sorted(expected.items())
 
 
+def _interleaved(events):
+    """Keys spread over every day, so no file's key range rules out another day's keys."""
+    base = events(days=3).withColumn("id", F.col("id") % 100000)
+    return base.withColumn("id", F.col("id") * 10 + F.dayofmonth("day"))
+
+
+def test_global_index_looks_elsewhere_only_for_keys_its_partitions_lack(spark, schema, events):
+    """index_scope 'global': updates found in their own day and new keys above every file's
+    key range; the other days' files are never opened (corrupted here, size kept)."""
+    table = TableRef(schema, "globalscope")
+    base = _interleaved(events)
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    fs = HadoopFS(spark)
+    location = fs.qualify(describe_table(spark, table).location)
+    saved = {}
+    layout = files_by_partition(spark, schema, "globalscope")
+    for part in ("day=2025-01-01", "day=2025-01-02"):
+        for f in layout[part]:
+            path = f"{location}/{f.path}"
+            saved[path] = fs.read_bytes(path)
+            fs.write_bytes(path, b"x" * len(saved[path]), overwrite=True)
+    updates = base.where("day = date'2025-01-03' and id % 7 = 0").withColumn("tag", F.lit("v2"))
+    new = base.where("day = date'2025-01-03' and id % 5 = 0").withColumn(
+        "id", F.col("id") + 10**7).withColumn("tag", F.lit("new"))
+    batch = updates.unionByName(new)
+    logs = []
+    write_dataframe(spark, batch, table, cfg(), log=logs.append)
+    assert any("not in their partitions' files: looking in 0 of the other" in m for m in logs), logs
+    for path, data in saved.items():
+        fs.write_bytes(path, data, overwrite=True)
+    spark.catalog.refreshTable(f"{schema}.globalscope")
+    expected = {r[0]: r[1] for r in rows_of_df(base)}
+    expected.update({r[0]: r[1] for r in rows_of_df(batch)})
+    assert rows_of(spark, schema, "globalscope") == sorted(expected.items())
+
+
+def test_global_index_finds_a_key_that_moved_from_an_overlapping_partition(spark, schema, events):
+    table = TableRef(schema, "globalmove")
+    base = _interleaved(events)
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    [moving] = base.where("day = date'2025-01-01'").orderBy("id").limit(1).collect()
+    moved = base.where(F.col("id") == moving.id).withColumn("day", F.to_date(F.lit("2025-01-03")))
+    update = base.where("day = date'2025-01-03'").orderBy("id").limit(1).withColumn("tag", F.lit("v2"))
+    logs = []
+    write_dataframe(spark, moved.unionByName(update), table, cfg(), log=logs.append)
+    assert any("1 keys not in their partitions' files" in m for m in logs), logs
+    got = spark.sql(f"select day from {schema}.globalmove where id = {moving.id}").collect()
+    assert [str(r.day) for r in got] == ["2025-01-03"]
+    assert spark.table(f"{schema}.globalmove").count() == base.count()
+
+
 def test_deletes_remove_rows(spark, schema, events):
     table = TableRef(schema, "del")
     base = events(days=3).withColumn("gone", F.lit(False))
