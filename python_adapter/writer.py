@@ -278,12 +278,13 @@ def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation,
         "target_file_size": cfg.target_file_size, "small_file_limit": cfg.small_file_limit,
         "distribution": cfg.distribution})
     try:
-        added, removed, total_files, bpr = _stage(spark, fs, proto, instant, df, cfg, pcols,
-                                                  data_cols, operation, progress, table)
+        added, removed, total_files, bpr, registered = _stage(
+            spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, progress, table)
         inflight = proto.mark_inflight(instant, added, removed)
         progress(f"publishing {len(added)} files, replacing {len(removed)}")
         proto.publish(inflight)
-        sync_changed_partitions(spark, fs, proto.location, table, partitions_of(added, removed))
+        sync_changed_partitions(spark, fs, proto.location, table, partitions_of(added, removed),
+                                registered=registered)
         done = proto.complete(inflight, extra={"bytes_per_row": f"{bpr or 0:.3f}"})
     except Exception:
         # An ordinary failure (not a crash): undo now rather than leave it to the next run.
@@ -301,7 +302,8 @@ def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation,
 
 
 def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, progress, table):
-    """Plan and write the new files to the instant's staging area; list adds and removes."""
+    """Plan and write the new files to the instant's staging area; returns (adds, removes,
+    files planned, bytes per row, the partitions that held files before)."""
     if operation in ("upsert", "insert"):
         return _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress, table)
     if cfg.incremental_strategy == "upsert":
@@ -333,7 +335,9 @@ def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, prog
     else:
         touched = {a.partition for a in added}
         removed = [f for f in current if f.partition in touched]
-    return added, removed, total_files, bpr
+    # A full refresh may follow a table recreated over files of no table: register everything.
+    registered = set() if operation == "full_refresh" else {f.partition for f in current}
+    return added, removed, total_files, bpr, registered
 
 
 def _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress, table):
@@ -366,7 +370,8 @@ def _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress
     removed = [by_path[r] for r in removed_rels]
     progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}, "
              f"rewriting {format_size(sum(f.bytes for f in removed))} of existing files")
-    return added, removed, summary["new_files"] + summary["files_rewritten"], bpr
+    return (added, removed, summary["new_files"] + summary["files_rewritten"], bpr,
+            {f.partition for f in current})
 
 
 def _key_column(cfg, df):
