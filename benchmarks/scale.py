@@ -235,7 +235,7 @@ def run_config(spec):
     cfg = ours_config(spec["target"])
     res = {"mode": mode, "rows": rows, "days": days, "scale": spec["scale"],
            "target": cfg.target_file_size, "small_limit": cfg.small_file_limit, "phases": {},
-           "batches": []}
+           "batches": [], "engine": engine_state()}  # the code this process imported
     t_start = time.perf_counter()
     spark = start_session(tmp, mode, spec["master"], spec["driver_memory"],
                           spec["executor_memory"])
@@ -675,10 +675,15 @@ def main(argv=None):
     ap.add_argument("--verbose", action="store_true", help="print the engine's progress log")
     ap.add_argument("--keep", action="store_true",
                     help="keep the work directory <out>/scale-XXXX/ (deleted by default)")
+    ap.add_argument("--merge", nargs="+", metavar="SCALE_JSON",
+                    help="no run: one report from the scale.json of earlier runs (for example "
+                         "one run per partition count), written to --out")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         return child_main(args.child)
+    if args.merge:
+        return merge_reports(args)
 
     scales = [float(x) for x in args.scales.split(",") if x.strip()]
     scales = [int(s) if s == int(s) else s for s in scales]
@@ -754,6 +759,32 @@ def main(argv=None):
             shutil.rmtree(tmp, ignore_errors=True)
 
     report(args, results, modes, scales, partitions, target, version, out, tmp, started)
+    return 0
+
+
+def merge_reports(args):
+    """One report over the configurations of several runs' scale.json, each configuration
+    keeping the engine it ran (the runs' command lines are not repeated)."""
+    results = []
+    for path in args.merge:
+        with open(path) as fh:
+            results += json.load(fh)
+    key = lambda r: (["embedded", "cluster"].index(r["mode"]), r["rows"], r["days"])  # noqa: E731
+    results.sort(key=key)
+    modes = [m for m in ("embedded", "cluster") if any(r["mode"] == m for r in results)]
+    scales = sorted({r["scale"] for r in results})
+    partitions = sorted({r["days"] for r in results})
+    args.rows = min(r["rows"] / r["scale"] for r in results)
+    args.rows = int(args.rows)
+    args.batches = max(len(r.get("batches", [])) for r in results)
+    engines = sorted({r.get("engine", "engine not recorded") for r in results})
+    version = "merged from " + ", ".join(args.merge) + "; per configuration: " + "; ".join(
+        f"{r['mode']}/x{r['scale']:g}/p{r['days']} {r.get('engine', 'engine not recorded')}"
+        for r in results) if len(engines) > 1 else engines[0]
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    report(args, results, modes, scales, partitions, parse_size(args.target, "--target"),
+           version, out, None, time.perf_counter())
     return 0
 
 
