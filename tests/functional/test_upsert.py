@@ -81,39 +81,50 @@ def test_key_moving_partition_leaves_its_old_file(spark, schema, events):
     assert spark.table(f"{schema}.move").count() == base.count()
 
 
+def _interleaved(events):
+    """Keys spread over every day, so no file's key range rules out another day's keys."""
+    base = events(days=3).withColumn("id", F.col("id") % 100000)
+    return base.withColumn("id", F.col("id") * 10 + F.dayofmonth("day"))
+
+
+def _corrupt_keeping_size(spark, schema, name, table, partitions):
+    """Overwrite every file of those partitions with garbage of the same size (a file whose
+    size differs from the timeline's record is read, not trusted); returns what to restore."""
+    fs = HadoopFS(spark)
+    location = fs.qualify(describe_table(spark, table).location)
+    layout = files_by_partition(spark, schema, name)
+    saved = {}
+    for part in partitions:
+        for f in layout[part]:
+            path = f"{location}/{f.path}"
+            saved[path] = fs.read_bytes(path)
+            fs.write_bytes(path, b"x" * len(saved[path]), overwrite=True)
+    return saved
+
+
+def _restore(spark, schema, name, saved):
+    fs = HadoopFS(spark)
+    for path, data in saved.items():
+        fs.write_bytes(path, data, overwrite=True)
+    spark.catalog.refreshTable(f"{schema}.{name}")
+
+
 def test_partition_index_scope_looks_only_in_the_batch_partitions(spark, schema, events):
     """Keys spread over every day (so no key range rules a file out): with index_scope
     'partition' the files of the other days are never opened -- they are corrupted here,
     size kept -- and the updates still replace their rows."""
     table = TableRef(schema, "scoped")
-    base = events(days=3).withColumn("id", F.col("id") % 100000)  # same key ranges every day
-    base = base.withColumn("id", F.col("id") * 10 + F.dayofmonth("day"))
+    base = _interleaved(events)
     write_dataframe(spark, base, table, cfg(index_scope="partition"), **QUIET)
-    fs = HadoopFS(spark)
-    location = fs.qualify(describe_table(spark, table).location)
-    saved = {}
-    layout = files_by_partition(spark, schema, "scoped")
-    for part in ("day=2025-01-01", "day=2025-01-02"):
-        for f in layout[part]:
-            path = f"{location}/{f.path}"
-            saved[path] = fs.read_bytes(path)
-            fs.write_bytes(path, b"x" * len(saved[path]), overwrite=True)
+    saved = _corrupt_keeping_size(spark, schema, "scoped", table, ("day=2025-01-01", "day=2025-01-02"))
     batch = base.where("day = date'2025-01-03' and id % 7 = 0").withColumn("tag", F.lit("v2"))
     logs = []
     write_dataframe(spark, batch, table, cfg(index_scope="partition"), log=logs.append)
     assert any("index scope partition" in m for m in logs)
-    for path, data in saved.items():
-        fs.write_bytes(path, data, overwrite=True)
-    spark.catalog.refreshTable(f"{schema}.scoped")
+    _restore(spark, schema, "scoped", saved)
     expected = {r[0]: r[1] for r in rows_of_df(base)}
     expected.update({r[0]: r[1] for r in rows_of_df(batch)})
     assert rows_of(spark, schema, "scoped") == sorted(expected.items())
-
-
-def _interleaved(events):
-    """Keys spread over every day, so no file's key range rules out another day's keys."""
-    base = events(days=3).withColumn("id", F.col("id") % 100000)
-    return base.withColumn("id", F.col("id") * 10 + F.dayofmonth("day"))
 
 
 def test_global_index_looks_elsewhere_only_for_keys_its_partitions_lack(spark, schema, events):
@@ -122,15 +133,8 @@ def test_global_index_looks_elsewhere_only_for_keys_its_partitions_lack(spark, s
     table = TableRef(schema, "globalscope")
     base = _interleaved(events)
     write_dataframe(spark, base, table, cfg(), **QUIET)
-    fs = HadoopFS(spark)
-    location = fs.qualify(describe_table(spark, table).location)
-    saved = {}
-    layout = files_by_partition(spark, schema, "globalscope")
-    for part in ("day=2025-01-01", "day=2025-01-02"):
-        for f in layout[part]:
-            path = f"{location}/{f.path}"
-            saved[path] = fs.read_bytes(path)
-            fs.write_bytes(path, b"x" * len(saved[path]), overwrite=True)
+    saved = _corrupt_keeping_size(spark, schema, "globalscope", table,
+                                  ("day=2025-01-01", "day=2025-01-02"))
     updates = base.where("day = date'2025-01-03' and id % 7 = 0").withColumn("tag", F.lit("v2"))
     new = base.where("day = date'2025-01-03' and id % 5 = 0").withColumn(
         "id", F.col("id") + 10**7).withColumn("tag", F.lit("new"))
@@ -138,9 +142,7 @@ def test_global_index_looks_elsewhere_only_for_keys_its_partitions_lack(spark, s
     logs = []
     write_dataframe(spark, batch, table, cfg(), log=logs.append)
     assert any("not in their partitions' files: looking in 0 of the other" in m for m in logs), logs
-    for path, data in saved.items():
-        fs.write_bytes(path, data, overwrite=True)
-    spark.catalog.refreshTable(f"{schema}.globalscope")
+    _restore(spark, schema, "globalscope", saved)
     expected = {r[0]: r[1] for r in rows_of_df(base)}
     expected.update({r[0]: r[1] for r in rows_of_df(batch)})
     assert rows_of(spark, schema, "globalscope") == sorted(expected.items())
@@ -196,20 +198,13 @@ def test_untouched_files_are_never_read(spark, schema, events):
     table = TableRef(schema, "noread")
     base = events(days=4)
     write_dataframe(spark, base, table, cfg(), **QUIET)
-    fs = HadoopFS(spark)
-    location = fs.qualify(describe_table(spark, table).location)
-    untouched = files_by_partition(spark, schema, "noread")["day=2025-01-01"]
-    saved = {}
-    for f in untouched:
-        path = f"{location}/{f.path}"
-        saved[path] = fs.read_bytes(path)
-        fs.write_bytes(path, b"x" * len(saved[path]), overwrite=True)
+    saved = _corrupt_keeping_size(spark, schema, "noread", table, ("day=2025-01-01",))
     batch = base.where("day = date'2025-01-03' and id % 50 = 0").withColumn("tag", F.lit("v2"))
     write_dataframe(spark, batch, table, cfg(), **QUIET)
+    fs = HadoopFS(spark)
     for path, data in saved.items():
         assert fs.read_bytes(path) == b"x" * len(data)
-        fs.write_bytes(path, data, overwrite=True)
-    spark.catalog.refreshTable(f"{schema}.noread")
+    _restore(spark, schema, "noread", saved)
     expected = {r[0]: r[1] for r in rows_of_df(base)}
     expected.update({r[0]: r[1] for r in rows_of_df(batch)})
     assert rows_of(spark, schema, "noread") == sorted(expected.items())
