@@ -92,7 +92,7 @@ class HadoopFS:
         return sorted(self._statuses(statuses), key=lambda s: s.name)
 
     def list_files(self, path, skip_hidden=True):
-        """All files below a directory, recursively; hidden (`.`/`_`) entries skipped as Spark does."""
+        """All files below a directory, recursively; hidden entries skipped as Spark does."""
         if skip_hidden and not _GLOB_CHARS.search(path):
             found = self._list_files_by_level(path)
             if found is not None:
@@ -101,7 +101,7 @@ class HadoopFS:
         stack = [path]
         while stack:
             for st in self.list_dir(stack.pop()):
-                if skip_hidden and st.name[:1] in (".", "_"):
+                if skip_hidden and hidden(st.name):
                     continue
                 if st.is_dir:
                     stack.append(st.path)
@@ -126,7 +126,7 @@ class HadoopFS:
                 if not st.path.startswith(base + "/"):
                     return None
                 rel = st.path[len(base) + 1:]
-                if any(part[:1] in (".", "_") for part in rel.split("/")):
+                if any(hidden(part) for part in rel.split("/")):
                     continue  # hidden, or below a hidden directory
                 if st.is_dir:
                     more = True
@@ -183,6 +183,12 @@ class HadoopFS:
     def size(self, path):
         jpath = self._path(path)
         return int(self._fs(jpath).getFileStatus(jpath).getLen())
+
+
+def hidden(name):
+    """Spark's rule for names a table scan ignores: `.x`, and `_x` unless it is a
+    partition directory (`_x=1`)."""
+    return name.startswith(".") or (name.startswith("_") and "=" not in name)
 
 
 # Characters Hadoop's glob gives a meaning to: a path holding one is listed directory by directory.

@@ -2,9 +2,8 @@
 
 Tag each incoming key with the file that holds it, plan per partition with
 `binpack.plan_partition_write` (updates rewrite their file, inserts top up small files, the
-rest go to new files), then write every planned output file from exactly one Spark task:
-each output file is a "slot" and slot i is routed to task i as in `exact` distribution.
-Files that receive nothing are neither read nor rewritten.
+rest go to new files), then write every planned output file ("slot") from exactly one
+Spark task (`slot_write`). Files that receive nothing are neither read nor rewritten.
 """
 import datetime
 import decimal
@@ -20,7 +19,7 @@ from pyspark.sql import types as T
 from python_adapter.binpack import plan_partition_write, summarize
 from python_adapter.config import ConfigError
 from python_adapter.partitions import check_partition_types, partition_path
-from python_adapter.routing import assign_tasks, routing_keys
+from python_adapter.slot_write import FIRST_ROW, SLOT, TO_REWRITE, write_slots
 from python_adapter.table_files import read_files, with_file_values
 
 SEED = 4242
@@ -273,24 +272,25 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
         if not slots:
             return [], summary
 
-        # -- assemble the output rows, each with its slot ---------------------------------
-        pfields = [T.StructField(f"__sized_p{i}", df.schema[c].dataType, True) for i, c in enumerate(pcols)]
-        parts = []
+        # -- the output rows, each with its slot, written one task per slot -------------
+        columns = [*data_cols, *pcols]
         rewrites = [s for s in slots if s.file]
+        old = keys_df = None
+        incoming = []
         if rewrites:
-            # Old rows of the rewritten files only: partition pruning plus the file-name filter on
-            # Spark's _metadata prunes every other file before it is opened.
-            old = with_file_values(
-                spark, read_files(spark, location, table_schema, [s.file for s in rewrites]),
-                pcols, {s.file: s.slot for s in rewrites}, "__sized_slot")
+            # Old rows of the rewritten files only: the file list prunes every other file
+            # before it is opened.
+            files = read_files(spark, location, table_schema, [s.file for s in rewrites])
+            files = files.withColumn(FIRST_ROW, F.col("_metadata.row_index") == 0)
+            old = with_file_values(spark, files, pcols, {s.file: s.slot for s in rewrites},
+                                   SLOT).select(*columns, SLOT, FIRST_ROW)
             if keys:  # every incoming key replaces (or deletes) its old row, wherever it was
-                old = old.join(batch.select(*keys), keys, "left_anti")
-            parts.append(old.select(*data_cols, *pcols, "__sized_slot"))
+                keys_df = batch.select(*keys)
             upd_map = _slot_of_rows(spark, [(spark_path_of[s.file], s.slot) for s in rewrites
                                             if s.file in spark_path_of],
-                                    "__sized_file string, __sized_slot long")
+                                    f"__sized_file string, {SLOT} long")
             updates = tagged.where("__sized_same and not __sized_del").join(upd_map, "__sized_file")
-            parts.append(updates.select(*data_cols, *pcols, "__sized_slot"))
+            incoming.append(updates.select(*columns, SLOT, F.lit(True).alias(TO_REWRITE)))
 
         insert_rows = []
         for part in plans:
@@ -298,35 +298,32 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
             done = 0
             for s in slots:
                 if s.partition == part and s.inserts:
-                    insert_rows.append(s.values + (done / total, (done + s.inserts) / total, s.slot))
+                    insert_rows.append(s.values + (done / total, (done + s.inserts) / total,
+                                                   s.slot, s.file is not None))
                     done += s.inserts
         if insert_rows:
+            pfields = [T.StructField(f"__sized_p{i}", df.schema[c].dataType, True)
+                       for i, c in enumerate(pcols)]
             imap = _slot_of_rows(spark, insert_rows, T.StructType(pfields + [
                 T.StructField("__sized_lo", T.DoubleType()), T.StructField("__sized_hi", T.DoubleType()),
-                T.StructField("__sized_slot", T.LongType())]))
+                T.StructField(SLOT, T.LongType()), T.StructField(TO_REWRITE, T.BooleanType())]))
             ins = tagged.where("not __sized_del and not __sized_same").withColumn("__sized_u", F.rand(SEED))
             cond = (ins["__sized_u"] >= imap["__sized_lo"]) & (ins["__sized_u"] < imap["__sized_hi"])
             for i, col in enumerate(pcols):
                 cond = cond & ins[col].eqNullSafe(imap[f"__sized_p{i}"])
-            parts.append(ins.join(imap, cond).select(*data_cols, *pcols, "__sized_slot"))
+            incoming.append(ins.join(imap, cond).select(*columns, SLOT, TO_REWRITE))
 
-        out = parts[0]
-        for p in parts[1:]:
-            out = out.unionByName(p)
-        # Each file is written by exactly one task; a task may write files of several
-        # partitions (one each), so many small partitions do not cost a task per file.
+        rows = incoming[0]
+        for more in incoming[1:]:
+            rows = rows.unionByName(more)
         size_of = {rel: size for files in current.values() for rel, size in files}
-        weights = [(s.partition, size_of.get(s.file, 0) + (s.inserts + s.updates) * bytes_per_row)
-                   for s in slots]
-        task_of, n_tasks = assign_tasks(weights, spark.sparkContext.defaultParallelism)
-        route = routing_keys(n_tasks)
-        keys_df = spark.createDataFrame([(s.slot, route[task_of[i]]) for i, s in enumerate(slots)],
-                                        "__sized_slot long, __sized_route long")
-        out = (out.join(F.broadcast(keys_df), "__sized_slot")
-                  .repartition(n_tasks, "__sized_route")
-                  .drop("__sized_slot", "__sized_route"))
-        progress(f"writing {len(slots)} files to staging in {n_tasks} tasks")
-        out.write.partitionBy(*pcols).mode("overwrite").parquet(staging)
+        weights = {s.slot: (s.partition, size_of.get(s.file, 0) + (s.inserts + s.updates) * bytes_per_row)
+                   for s in slots}
+        write_slots(spark, old, keys_df, rows, columns, pcols, weights,
+                    rewrite_slots={s.slot for s in rewrites},
+                    rewrite_bytes=sum((s.inserts + s.updates) * bytes_per_row for s in rewrites),
+                    largest_file=max((size_of.get(s.file, 0) for s in rewrites), default=0),
+                    staging=staging, progress=progress)
         return [s.file for s in rewrites], summary
     finally:
         tagged.unpersist()

@@ -2,7 +2,6 @@
 protocol. Orchestration only: planning is in planning/config, routing in distribution,
 file and timeline work in fs/commit.
 """
-import os
 import time
 from urllib.parse import unquote
 from dataclasses import asdict, dataclass, replace
@@ -22,6 +21,7 @@ from python_adapter.layout import Layout, LayoutFile
 from python_adapter.measure import measure_bytes_per_row
 from python_adapter.planning import plan_partitions, plan_static
 from python_adapter.sizes import format_duration, format_size
+from python_adapter.slot_write import staged_file
 from python_adapter.table_files import partitions_of, read_files, sync_changed_partitions
 from python_adapter.timeline import Timeline
 from python_adapter.upsert import encode_key, stage_upsert, validate_keys
@@ -254,7 +254,8 @@ def _staged_entries(spark, fs, staging, key_col=None):
     entries = []
     for f, rel in zip(files, rels):
         rows, kmin, kmax = stats.get(unquote(f.path), (-1, "", ""))
-        entries.append(file_entry(os.path.dirname(rel), rel, rows, f.size, staged_path=f.path,
+        partition, path = staged_file(rel)
+        entries.append(file_entry(partition, path, rows, f.size, staged_path=f.path,
                                   key_min=kmin, key_max=kmax))
     return entries
 

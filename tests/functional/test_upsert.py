@@ -48,6 +48,41 @@ def test_upsert_updates_inserts_and_keeps_files_sized(spark, schema, events):
         assert max(sizes) <= 1.25 * TARGET
 
 
+@pytest.mark.parametrize("how", ["ride_along", "shuffled", "tiny_splits"])
+def test_each_planned_file_is_written_once_however_rows_reach_it(spark, schema, events, how):
+    """The batch rows of a rewritten file normally ride along to the task that reads the
+    file; over the broadcast threshold every row is shuffled instead. Either way each
+    planned file is one file, even when Spark's split size is far below the files' size
+    and the files hold many row groups (a file split over tasks would become two)."""
+    name = f"slots_{how}"
+    table = TableRef(schema, name)
+    settings = {"parquet.block.size": "2048"}  # ~8 row groups per file
+    if how == "shuffled":
+        settings["spark.sql.autoBroadcastJoinThreshold"] = "-1"
+    if how == "tiny_splits":
+        settings.update({"spark.sql.files.maxPartitionBytes": "1024",
+                         "spark.sql.files.openCostInBytes": "0"})
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        base = events(days=4)
+        write_dataframe(spark, base, table, cfg(), **QUIET)
+        updates = base.where("day = date'2025-01-02' and id % 20 = 0").withColumn("tag", F.lit("v2"))
+        inserts = events(days=2, start="2025-01-04", id_offset=10**9, tag="new")
+        batch = updates.unionByName(inserts)
+        logs = []
+        result = write_dataframe(spark, batch, table, cfg(), log=logs.append)
+    finally:
+        for k in settings:
+            spark.conf.unset(k)
+    expected = {r[0]: r[1] for r in rows_of_df(base)}
+    expected.update({r[0]: r[1] for r in rows_of_df(batch)})
+    assert rows_of(spark, schema, name) == sorted(expected.items())
+    assert result.files_removed > 0 and result.files_written == result.files_planned
+    shuffled_all = any("every row shuffled" in m for m in logs)
+    assert shuffled_all == (how == "shuffled"), [m for m in logs if "writing" in m]
+
+
 def test_inserts_fill_small_files_before_new_ones(spark, schema, events):
     table = TableRef(schema, "pack")
     small = events(days=1, base=60)      # one small file in day 1

@@ -1,0 +1,137 @@
+"""Write an upsert's planned output files ("slots"), each from exactly one Spark task,
+without shuffling the rows of the files being rewritten.
+
+A rewritten file is read whole by one scan task (files are never split across tasks), and
+its old rows stay in that task. The batch rows bound for it ride on the file's first row
+through a broadcast join and are exploded there, so only the batch rows bound for new
+files are shuffled. When the rows bound for rewritten files are too big to broadcast
+(`spark.sql.autoBroadcastJoinThreshold`), every row is shuffled to its slot's task instead.
+
+Each slot is written under its own `__sized_slot=<n>` directory, so one task may write
+several files of one partition; `staged_file` maps a staged file to its place in the table.
+"""
+from contextlib import contextmanager
+
+from pyspark.sql import functions as F
+
+from python_adapter.routing import assign_tasks, routing_keys
+
+SLOT = "__sized_slot"
+FIRST_ROW = "__sized_first"   # true on row 0 of each file read for a rewrite
+TO_REWRITE = "__sized_rw"     # true on batch rows bound for a rewritten file
+_SLOT_DIR = SLOT + "="
+
+
+def staged_file(rel):
+    """(partition dir, path in the table) of a file written under staging at `rel`:
+    the slot directory is dropped and the slot number put in the file name, because
+    Spark names files after their task and one task may write two slots of a partition."""
+    parts = rel.split("/")
+    slot_dirs = [p for p in parts[:-1] if p.startswith(_SLOT_DIR)]
+    dirs = [p for p in parts[:-1] if not p.startswith(_SLOT_DIR)]
+    name = parts[-1]
+    if slot_dirs:
+        stem, dot, rest = name.partition(".")
+        name = f"{stem}-s{slot_dirs[0][len(_SLOT_DIR):]}{dot}{rest}"
+    partition = "/".join(dirs)
+    return partition, f"{partition}/{name}" if partition else name
+
+
+def broadcast_limit(spark):
+    """Spark's autoBroadcastJoinThreshold in bytes (-1: never broadcast)."""
+    return int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
+
+
+@contextmanager
+def whole_files(spark, largest):
+    """Scans planned inside never split a file of up to `largest` bytes over two tasks:
+    Spark splits a file bigger than min(maxPartitionBytes, max(openCostInBytes, bytes per
+    core)), so both bounds are raised to the largest file, never lowered."""
+    conf = spark._jsparkSession.sessionState().conf()
+    wanted = {"spark.sql.files.maxPartitionBytes": max(int(conf.filesMaxPartitionBytes()), largest),
+              "spark.sql.files.openCostInBytes": max(int(conf.filesOpenCostInBytes()), largest)}
+    before = {k: spark.conf.get(k, None) for k in wanted}
+    for k, v in wanted.items():
+        spark.conf.set(k, str(v))
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def _route(spark, rows, weights):
+    """rows (with SLOT) shuffled so each slot lands in one task; weights {slot: (partition,
+    bytes)} balance the tasks."""
+    slots = sorted(weights)
+    task_of, n_tasks = assign_tasks([weights[s] for s in slots],
+                                    spark.sparkContext.defaultParallelism)
+    route = routing_keys(n_tasks)
+    keys_df = spark.createDataFrame([(s, route[task_of[i]]) for i, s in enumerate(slots)],
+                                    f"{SLOT} long, __sized_route long")
+    return (rows.join(F.broadcast(keys_df), SLOT)
+                .repartition(n_tasks, "__sized_route").drop("__sized_route")), n_tasks
+
+
+def write_slots(spark, old, keys, incoming, columns, pcols, weights, rewrite_slots,
+                rewrite_bytes, largest_file, staging, progress):
+    """Write every slot to `staging`.
+
+    old: rows of the rewritten files (columns, SLOT, FIRST_ROW), or None;
+    keys: DataFrame of the batch's keys (their old rows are dropped), or None;
+    incoming: batch rows to write (columns, SLOT, TO_REWRITE);
+    weights: {slot: (partition, estimated bytes)}; rewrite_slots: the slots that rewrite a
+    file; rewrite_bytes: estimated bytes of the incoming rows bound for them (decides
+    broadcast or shuffle)."""
+    limit = broadcast_limit(spark)
+    if old is None:
+        out, n_tasks = _route(spark, incoming.drop(TO_REWRITE), weights)
+        how = f"{n_tasks} tasks"
+    elif 0 <= rewrite_bytes <= limit:
+        new_weights = {s: w for s, w in weights.items() if s not in rewrite_slots}
+        out = _colocated(spark, old, keys, incoming, columns, new_weights)
+        how = "the tasks that read the rewritten files (only the batch's rows shuffled)"
+    else:
+        out, n_tasks = _route(spark, _all_rows(old, keys, incoming, columns), weights)
+        how = (f"{n_tasks} tasks (the rows bound for rewritten files are over "
+               f"spark.sql.autoBroadcastJoinThreshold: every row shuffled)")
+    progress(f"writing {len(weights)} files to staging in {how}")
+    with whole_files(spark, largest_file):
+        out.write.partitionBy(*pcols, SLOT).mode("overwrite").parquet(staging)
+
+
+def _kept_old_rows(old, keys):
+    """old rows with __sized_hit set when the batch brings their key (the row is replaced)."""
+    if keys is None:
+        return old.withColumn("__sized_hit", F.lit(None).cast("boolean"))
+    hits = F.broadcast(keys.withColumn("__sized_hit", F.lit(True)))
+    return old.join(hits, keys.columns, "left")
+
+
+def _all_rows(old, keys, incoming, columns):
+    kept = _kept_old_rows(old, keys).where("__sized_hit is null")
+    return kept.select(*columns, SLOT).unionByName(incoming.select(*columns, SLOT))
+
+
+def _colocated(spark, old, keys, incoming, columns, new_weights):
+    types = {f.name: f.dataType for f in old.schema.fields}
+    as_table = [F.col(c).cast(types[c]).alias(c) for c in columns]
+    # The batch rows of each rewritten file, as one array; joined to the file's first row.
+    packed = (incoming.where(TO_REWRITE).groupBy(F.col(SLOT).alias("__sized_at"))
+                      .agg(F.collect_list(F.struct(*as_table)).alias("__sized_rows")))
+    rows = _kept_old_rows(old, keys).withColumn(
+        "__sized_at", F.when(F.col(FIRST_ROW), F.col(SLOT)))
+    rows = rows.join(F.broadcast(packed), "__sized_at", "left")
+    row = F.struct(*[F.col(c) for c in columns])
+    none = F.slice(F.array(row), 1, 0)  # an empty array of the row's type
+    both = F.concat(F.when(F.col("__sized_hit").isNull(), F.array(row)).otherwise(none),
+                    F.coalesce(F.col("__sized_rows"), none))
+    rewritten = rows.select(F.explode(both).alias("__sized_r"), SLOT).select(
+        *[F.col("__sized_r").getField(c).alias(c) for c in columns], SLOT)
+    if not new_weights:
+        return rewritten
+    routed, _ = _route(spark, incoming.where(f"not {TO_REWRITE}").drop(TO_REWRITE), new_weights)
+    return rewritten.unionByName(routed.select(*columns, SLOT))
