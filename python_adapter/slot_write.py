@@ -2,9 +2,8 @@
 without shuffling the rows of the files being rewritten.
 
 A rewritten file is read whole by one scan task (files are never split across tasks), and
-its old rows stay in that task. The batch rows bound for it ride on the file's first row
-through a broadcast join and are exploded there, so only the batch rows bound for new
-files are shuffled. When the rows bound for rewritten files are too big to broadcast
+its old rows stay in that task. The batch rows bound for it are broadcast and joined to a
+copy of the file's first row, so only the batch rows bound for new files are shuffled. When the rows bound for rewritten files are too big to broadcast
 (`spark.sql.autoBroadcastJoinThreshold`), every row is shuffled to its slot's task instead.
 
 Each slot is written under its own `__sized_slot=<n>` directory, so one task may write
@@ -118,19 +117,22 @@ def _all_rows(old, keys, incoming, columns):
 
 def _colocated(spark, old, keys, incoming, columns, new_weights):
     types = {f.name: f.dataType for f in old.schema.fields}
-    as_table = [F.col(c).cast(types[c]).alias(c) for c in columns]
-    # The batch rows of each rewritten file, as one array; joined to the file's first row.
-    packed = (incoming.where(TO_REWRITE).groupBy(F.col(SLOT).alias("__sized_at"))
-                      .agg(F.collect_list(F.struct(*as_table)).alias("__sized_rows")))
-    rows = _kept_old_rows(old, keys).withColumn(
-        "__sized_at", F.when(F.col(FIRST_ROW), F.col(SLOT)))
-    rows = rows.join(F.broadcast(packed), "__sized_at", "left")
-    row = F.struct(*[F.col(c) for c in columns])
-    none = F.slice(F.array(row), 1, 0)  # an empty array of the row's type
-    both = F.concat(F.when(F.col("__sized_hit").isNull(), F.array(row)).otherwise(none),
-                    F.coalesce(F.col("__sized_rows"), none))
-    rewritten = rows.select(F.explode(both).alias("__sized_r"), SLOT).select(
-        *[F.col("__sized_r").getField(c).alias(c) for c in columns], SLOT)
+    fresh = [f"__sized_n{i}" for i in range(len(columns))]
+    bound = incoming.where(TO_REWRITE).select(
+        F.col(SLOT).alias("__sized_at"), F.lit(True).alias("__sized_bound"),
+        *[F.col(c).cast(types[c]).alias(n) for c, n in zip(columns, fresh)])
+    # Each file's first row comes twice: as itself, and as a probe that the broadcast join
+    # turns into the batch rows bound for the file (no aggregation, so no extra shuffle).
+    probes = F.when(F.col(FIRST_ROW), F.array(F.lit(None), F.col(SLOT))).otherwise(
+        F.array(F.lit(None).cast("long")))
+    rows = (_kept_old_rows(old, keys)
+            .withColumn("__sized_at", F.explode(probes))
+            .join(F.broadcast(bound), "__sized_at", "left"))
+    probe = F.col("__sized_at").isNotNull()
+    rewritten = rows.where(F.when(probe, F.col("__sized_bound").isNotNull())
+                            .otherwise(F.col("__sized_hit").isNull())).select(
+        *[F.when(probe, F.col(n)).otherwise(F.col(c)).alias(c) for c, n in zip(columns, fresh)],
+        SLOT)
     if not new_weights:
         return rewritten
     routed, _ = _route(spark, incoming.where(f"not {TO_REWRITE}").drop(TO_REWRITE), new_weights)
