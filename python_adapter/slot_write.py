@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 from pyspark.sql import functions as F
 
+from python_adapter.local_table import local_table
 from python_adapter.routing import assign_tasks, routing_keys
 
 SLOT = "__sized_slot"
@@ -69,8 +70,8 @@ def _route(spark, rows, weights):
     task_of, n_tasks = assign_tasks([weights[s] for s in slots],
                                     spark.sparkContext.defaultParallelism)
     route = routing_keys(n_tasks)
-    keys_df = spark.createDataFrame([(s, route[task_of[i]]) for i, s in enumerate(slots)],
-                                    f"{SLOT} long, __sized_route long")
+    keys_df = local_table(spark, [(SLOT, "bigint"), ("__sized_route", "bigint")],
+                          [(s, route[task_of[i]]) for i, s in enumerate(slots)])
     return (rows.join(F.broadcast(keys_df), SLOT)
                 .repartition(n_tasks, "__sized_route").drop("__sized_route")), n_tasks
 

@@ -10,6 +10,7 @@ import os
 from pyspark.sql import functions as F
 
 from python_adapter.catalog import sync_partitions
+from python_adapter.local_table import local_table
 from python_adapter.partitions import parse_partition_path
 
 
@@ -52,8 +53,9 @@ def with_file_values(spark, df, pcols, value_of_file, column):
     n = len(pcols)
     rows = [tuple(text for _, text in parse_partition_path(os.path.dirname(rel)))
             + (os.path.basename(rel), int(value)) for rel, value in value_of_file.items()]
-    ddl = "".join(f"__sized_t{i} string, " for i in range(n)) + f"__sized_name string, {column} long"
-    files = spark.createDataFrame(rows, ddl).select(
+    names = [*[(f"__sized_t{i}", "string") for i in range(n)], ("__sized_name", "string"),
+             (column, "bigint")]
+    files = local_table(spark, names, rows).select(
         *[F.col(f"__sized_t{i}").cast(df.schema[c].dataType).alias(f"__sized_p{i}")
           for i, c in enumerate(pcols)], "__sized_name", column)
     named = df.withColumn("__sized_name", F.col("_metadata.file_name"))

@@ -18,6 +18,7 @@ from pyspark.sql import types as T
 
 from python_adapter.binpack import plan_partition_write, summarize
 from python_adapter.config import ConfigError
+from python_adapter.local_table import local_table
 from python_adapter.partitions import check_partition_types, partition_path
 from python_adapter.slot_write import FIRST_ROW, SLOT, TO_REWRITE, write_slots
 from python_adapter.table_files import read_files, with_file_values
@@ -73,8 +74,8 @@ def validate_keys(df, keys, precombine_column, pcols=()):
     return df, key_range, partitions
 
 
-def _slot_of_rows(spark, rows, schema):
-    return F.broadcast(spark.createDataFrame(rows, schema))
+def _slot_of_rows(spark, rows, columns):
+    return F.broadcast(local_table(spark, columns, rows))
 
 
 def encode_key(value):
@@ -286,11 +287,11 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
                                    SLOT).select(*columns, SLOT, FIRST_ROW)
             if keys:  # every incoming key replaces (or deletes) its old row, wherever it was
                 keys_df = batch.select(*keys)
-            upd_map = _slot_of_rows(spark, [(spark_path_of[s.file], s.slot) for s in rewrites
-                                            if s.file in spark_path_of],
-                                    f"__sized_file string, {SLOT} long")
-            updates = tagged.where("__sized_same and not __sized_del").join(upd_map, "__sized_file")
-            incoming.append(updates.select(*columns, SLOT, F.lit(True).alias(TO_REWRITE)))
+            updated = [(spark_path_of[s.file], s.slot) for s in rewrites if s.file in spark_path_of]
+            if updated:
+                upd_map = _slot_of_rows(spark, updated, [("__sized_file", "string"), (SLOT, "bigint")])
+                updates = tagged.where("__sized_same and not __sized_del").join(upd_map, "__sized_file")
+                incoming.append(updates.select(*columns, SLOT, F.lit(True).alias(TO_REWRITE)))
 
         insert_rows = []
         for part in plans:
@@ -302,11 +303,10 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
                                                    s.slot, s.file is not None))
                     done += s.inserts
         if insert_rows:
-            pfields = [T.StructField(f"__sized_p{i}", df.schema[c].dataType, True)
-                       for i, c in enumerate(pcols)]
-            imap = _slot_of_rows(spark, insert_rows, T.StructType(pfields + [
-                T.StructField("__sized_lo", T.DoubleType()), T.StructField("__sized_hi", T.DoubleType()),
-                T.StructField(SLOT, T.LongType()), T.StructField(TO_REWRITE, T.BooleanType())]))
+            imap = _slot_of_rows(spark, insert_rows, [
+                *[(f"__sized_p{i}", df.schema[c].dataType.simpleString()) for i, c in enumerate(pcols)],
+                ("__sized_lo", "double"), ("__sized_hi", "double"), (SLOT, "bigint"),
+                (TO_REWRITE, "boolean")])
             ins = tagged.where("not __sized_del and not __sized_same").withColumn("__sized_u", F.rand(SEED))
             cond = (ins["__sized_u"] >= imap["__sized_lo"]) & (ins["__sized_u"] < imap["__sized_hi"])
             for i, col in enumerate(pcols):

@@ -2,6 +2,7 @@
 partitions a commit changed -- on a real Hive table with awkward partition values."""
 from python_adapter.catalog import TableRef, describe_table
 from python_adapter.fs import HadoopFS
+from python_adapter.local_table import local_table
 from python_adapter.table_files import read_files, sync_changed_partitions, with_file_values
 
 AWKWARD = ["plain", "a b", "x/y", "50%", "it's", None]
@@ -79,8 +80,8 @@ def _list_by_dirs(fs, path):
     out = []
     for st in fs._fs(jvm_path).listStatus(jvm_path):
         status = HadoopFS._status_by_calls(st)
-        if status.name[:1] in (".", "_"):
-            continue
+        if status.name.startswith(".") or (status.name.startswith("_") and "=" not in status.name):
+            continue  # Spark's rule: _x=1 is a partition directory, not hidden
         out += _list_by_dirs(fs, status.path) if status.is_dir else [status]
     return out
 
@@ -105,7 +106,23 @@ def test_list_files_by_level_matches_listing_each_directory(spark, schema):
     assert [(s.path, s.size, s.modified_ms, s.is_dir) for s in listed] == \
         [(s.path, s.size, s.modified_ms, s.is_dir) for s in reference]
     assert len(listed) >= len(AWKWARD) and all(s.name.endswith(".parquet") for s in listed)
-    # The staging area is listed from its own root, hidden parents of the root not held against it.
+    # The staging area is listed from its own root, hidden parents of the root not held
+    # against it; an upsert's slot directories (_x=1) are partition-like, not hidden.
+    fs.write_bytes(f"{location}/.sized/staging/1/data/region=a/__sized_slot=3/g.parquet", b"x",
+                   overwrite=True)
     staged = fs.list_files(f"{location}/.sized/staging/1/data")
-    assert [s.path.rsplit("/", 3)[1:] for s in staged] == [["region=a", "day=b", "f.parquet"]]
+    assert [s.path.rsplit("/", 3)[1:] for s in staged] == [
+        ["region=a", "__sized_slot=3", "g.parquet"], ["region=a", "day=b", "f.parquet"]]
     assert fs.list_files(f"{location}/no_such_dir") == []
+
+
+def test_local_table_keeps_types_and_awkward_values(spark):
+    import datetime
+    import decimal
+    rows = [(1, "it's \\ x", datetime.date(2025, 1, 2), decimal.Decimal("12.50"), True, 0.1),
+            (None, None, None, None, None, None)]
+    df = local_table(spark, [("n", "bigint"), ("s", "string"), ("d", "date"),
+                             ("m", "decimal(10,2)"), ("b", "boolean"), ("x", "double")], rows)
+    assert [f.dataType.simpleString() for f in df.schema.fields] == [
+        "bigint", "string", "date", "decimal(10,2)", "boolean", "double"]
+    assert [tuple(r) for r in df.collect()] == rows

@@ -1,0 +1,35 @@
+"""Small driver-side tables (file -> slot maps, routing keys) as Spark inline tables.
+
+An inline `VALUES` table is a LocalRelation: broadcasting it needs no Spark job, where a
+DataFrame made with createDataFrame is an RDD that takes a job (and its scheduling) to
+collect before every broadcast.
+"""
+import decimal
+
+
+def _text(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    return str(value)
+
+
+def _literal(value, sql_type):
+    if value is None:
+        return f"CAST(NULL AS {sql_type})"
+    text = _text(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"CAST('{text}' AS {sql_type})"
+
+
+def local_table(spark, columns, rows):
+    """A DataFrame of `rows` (tuples of None, bool, int, float, str, date or Decimal) with
+    `columns` [(name, Spark SQL type)]; at least one row."""
+    if not rows:
+        raise ValueError("local_table needs at least one row")
+    values = ", ".join("(" + ", ".join(_literal(v, t) for v, (_, t) in zip(row, columns)) + ")"
+                       for row in rows)
+    names = ", ".join(f"`{name.replace('`', '``')}`" for name, _ in columns)
+    return spark.sql(f"SELECT * FROM VALUES {values} AS t({names})")
