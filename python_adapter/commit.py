@@ -172,11 +172,12 @@ class CommitProtocol:
         moves = [(self.final_path(e.path), e.moved_path) for e in inflight.removed] + \
                 [(e.moved_path, self.final_path(e.path)) for e in inflight.added]
         self.fs.rename_many(moves, after_each=lambda: fault_point("publish"))
-        self._drop_empty_partition_dirs(inflight.removed)
+        self._drop_empty_partition_dirs(inflight.removed, inflight.added)
         fault_point("published")
 
-    def _drop_empty_partition_dirs(self, removed):
-        dirs = {f.partition for f in removed if f.partition}
+    def _drop_empty_partition_dirs(self, removed, added):
+        # A partition that just received a file is not empty: no need to list it.
+        dirs = {f.partition for f in removed if f.partition} - {f.partition for f in added}
         for part in sorted(dirs, key=len, reverse=True):
             path = self.final_path(part)
             if self.fs.exists(path) and not self.fs.list_dir(path):

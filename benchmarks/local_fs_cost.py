@@ -1,0 +1,68 @@
+"""What a file costs on the embedded Spark's local filesystem: processes forked per write.
+
+Without Hadoop's native library (pip's pyspark has none), RawLocalFileSystem sets the
+permissions of every file and directory it creates by forking `chmod`. This prints, for a
+partitioned Spark write, a table listing and our publish renames, the wall time and the
+processes the machine started meanwhile (Linux: the last pid in /proc/loadavg).
+
+    python benchmarks/local_fs_cost.py [--partitions 300] [--rows 200000]
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+from backfill import start_spark  # noqa: E402  (puts the repository on sys.path)
+from python_adapter.fs import HadoopFS  # noqa: E402
+
+
+def last_pid():
+    with open("/proc/loadavg") as fh:
+        return int(fh.read().split()[-1])
+
+
+def timed(label, fn):
+    pid, t0 = last_pid(), time.perf_counter()
+    out = fn()
+    spawned = last_pid() - pid  # pids wrap only after ~4 million: fine for a few seconds
+    print(f"{label:<52} {time.perf_counter() - t0:7.2f} s  {spawned:6d} processes started")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--partitions", type=int, default=300)
+    ap.add_argument("--rows", type=int, default=200_000)
+    args = ap.parse_args(argv)
+    tmp = tempfile.mkdtemp(prefix="local-fs-cost-")
+    spark = start_spark(tmp, "2g")
+    try:
+        native = spark._jvm.org.apache.hadoop.io.nativeio.NativeIO.isAvailable()
+        print(f"Hadoop native library loaded: {native}")
+        df = spark.range(args.rows).selectExpr(
+            "id", f"id % {args.partitions} as p", "sha2(cast(id as string), 256) as s")
+        df.write.mode("overwrite").partitionBy("p").parquet(f"{tmp}/warm")  # JIT, classes
+        files = 2 * args.partitions
+        for i in range(2):
+            timed(f"write {files} files (2 tasks x {args.partitions} partitions)",
+                  lambda: df.repartition(2).write.mode("overwrite").partitionBy("p")
+                  .parquet(f"{tmp}/w{i}"))
+        fs = HadoopFS(spark)
+        listed = timed(f"list {files} files (HadoopFS.list_files)",
+                       lambda: fs.list_files(f"{tmp}/w0"))
+        moves = [(f.path, f.path.replace("/w0/", "/moved/")) for f in listed[:100]]
+        timed("rename 100 files into new directories (rename_many)",
+              lambda: fs.rename_many(moves))
+    finally:
+        spark.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
