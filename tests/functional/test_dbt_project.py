@@ -1,4 +1,5 @@
-"""dbt end to end, each run a real `dbt` process, on the embedded Spark session and on a
+"""dbt end to end, real `dbt` processes (or several dbt commands in one process, through
+dbtRunner, as an orchestrator runs them), on the embedded Spark session and on a
 Spark standalone cluster on loopback (scripts/spark_cluster.sh): the integration project
 builds, upserts and clustering keep every row, a crashed run (the process killed
 mid-publish) is recovered, and bad config fails the model with a message naming the key."""
@@ -12,6 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DBT = str(Path(sys.executable).with_name("dbt"))
+STEPS = REPO / "tests/functional/dbt_steps.py"
 
 
 CLUSTER_PORT = "7177"
@@ -36,13 +38,42 @@ def target(request):
     return request.param
 
 
-def _dbt(project, home, target, *args, env_extra=None):
+def _dbt(project, home, target, *args, env_extra=None, runner=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIZED_SPARK_FAULT")}
     env.update({"SPARK_LOCAL_IP": "127.0.0.1", "SIZED_SPARK_HOME": str(home),
                 "SIZED_CLUSTER_PORT": CLUSTER_PORT, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"})
     env.update(env_extra or {})
-    return subprocess.run([DBT, *args, "--profiles-dir", str(project), "--target", target],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=900)
+    command = [*runner, *args] if runner else \
+        [DBT, *args, "--profiles-dir", str(project), "--target", target]
+    return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+class _Step:
+    """One dbt command's outcome, shaped like subprocess.run's result."""
+
+    def __init__(self, returncode, stdout):
+        self.returncode, self.stdout = returncode, stdout
+
+
+def _dbt_steps(project, home, target, *steps):
+    """Several dbt commands in one process (tests/functional/dbt_steps.py): one JVM start
+    instead of one per command. Returns a _Step per command, in order."""
+    import json
+    args = [[*step, "--profiles-dir", str(project), "--target", target] for step in steps]
+    out = _dbt(project, home, target, json.dumps(args), runner=[sys.executable, str(STEPS)])
+    results, current = [], None
+    for line in out.stdout.splitlines(keepends=True):
+        if line.startswith("=== sized-dbt-step "):
+            current = []
+        elif line.startswith("=== sized-dbt-end "):
+            ok = line.rstrip().endswith("success=True")
+            results.append(_Step(0 if ok else 1, "".join(current)))
+            current = None
+        elif current is not None:
+            current.append(line)
+    assert len(results) == len(steps), out.stdout[-4000:] + out.stderr[-4000:]
+    return results
 
 
 @pytest.fixture
@@ -82,35 +113,36 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
     crashed = dbt("run", "--select", "orders", "--vars", "{batch: 2}",
                    env_extra={"SIZED_SPARK_FAULT": "publish:2", "SIZED_SPARK_FAULT_MODE": "exit"})
     assert crashed.returncode != 0
+    # The rest runs in one dbt process (dbtRunner), as an orchestrator would run it.
+    report = project / "orders.html"
+    recovered, check, rerun, timeline, clustered, check2, layout, out = _dbt_steps(
+        project, home, target,
+        ["run-operation", "sized_recover", "--args", "{relation: sized_it.orders}"],
+        ["test", "--select", "orders_hold_each_key_once"],
+        ["build", "--select", "orders", "orders_hold_each_key_once", "--vars", "{batch: 2}"],
+        ["run-operation", "sized_timeline", "--args", "{relation: sized_it.orders}"],
+        ["run-operation", "sized_cluster", "--args",
+         "{relation: sized_it.orders, cluster_by: [value, payload], strategy: hilbert}"],
+        ["test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 2}"],
+        ["run-operation", "sized_layout", "--args", "{relation: sized_it.orders}"],
+        ["run-operation", "sized_report", "--args",
+         f"{{relation: sized_it.orders, path: 'file://{report}'}}"])
     # its stale lock and half-published instant are recovered: the table is as after batch 1
-    recovered = dbt("run-operation", "sized_recover",
-                     "--args", "{relation: sized_it.orders}")
     assert recovered.returncode == 0, recovered.stdout[-4000:]
     assert "recovering stale writer lock" in recovered.stdout
     assert "rolling back unfinished commit" in recovered.stdout
     assert "1 unfinished instant(s) rolled back" in recovered.stdout
-    check = dbt("test", "--select", "orders_hold_each_key_once")
     assert check.returncode == 0, check.stdout[-4000:]
     # batch 2 again, then the key check on its result: one dbt build
-    rerun = dbt("build", "--select", "orders", "orders_hold_each_key_once", "--vars", "{batch: 2}")
     assert rerun.returncode == 0, rerun.stdout[-4000:]
     assert "PASS=2" in rerun.stdout and "ERROR=0" in rerun.stdout  # the model and the test
-    timeline = dbt("run-operation", "sized_timeline",
-                    "--args", "{relation: sized_it.orders}")
     assert timeline.returncode == 0, timeline.stdout[-4000:]
     assert timeline.stdout.count("| completed") == 2 and "upsert" in timeline.stdout
     # cluster the upserted table along a Hilbert curve: every row stays, exactly once
-    clustered = dbt("run-operation", "sized_cluster", "--args",
-                    "{relation: sized_it.orders, cluster_by: [value, payload], strategy: hilbert}")
     assert clustered.returncode == 0, clustered.stdout[-4000:]
     assert "clustering: 1 plan(s)" in clustered.stdout
-    check = dbt("test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 2}")
-    assert check.returncode == 0, check.stdout[-4000:]
-    layout = dbt("run-operation", "sized_layout", "--args", "{relation: sized_it.orders}")
+    assert check2.returncode == 0, check2.stdout[-4000:]
     assert "value_min" in layout.stdout and "payload_max" in layout.stdout
-    report = project / "orders.html"
-    out = dbt("run-operation", "sized_report", "--args",
-              f"{{relation: sized_it.orders, path: 'file://{report}'}}")
     assert out.returncode == 0, out.stdout[-4000:]
     html = report.read_text()
     assert "day=2025-03-01" in html and "hilbert" in html and "http" not in html
