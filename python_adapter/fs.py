@@ -1,7 +1,8 @@
 """File work through the Hadoop FileSystem of the Spark session.
 
-Everything the engine does to files goes through here, never through local-path shortcuts,
-so a warehouse on HDFS, S3A or a `file://` URI works the same as a local directory.
+Everything the engine does to files goes through here, so a warehouse on HDFS, S3A or a
+`file://` URI works the same as a local directory. The one shortcut: `read_bytes` of an
+explicit `file:` URI (timeline instants, the lock) reads the local file directly.
 """
 import re
 from dataclasses import dataclass
@@ -203,9 +204,10 @@ def _local_path(path):
 
 
 def hidden(name):
-    """Spark's rule for names a table scan ignores: `.x`, and `_x` unless it is a
-    partition directory (`_x=1`)."""
-    return name.startswith(".") or (name.startswith("_") and "=" not in name)
+    """Spark's rule for names a table scan ignores: `.x`, `_x` unless it is a partition
+    directory (`_x=1`), and files still being copied (`x._COPYING_`)."""
+    return (name.startswith(".") or (name.startswith("_") and "=" not in name)
+            or name.endswith("._COPYING_"))
 
 
 # Characters Hadoop's glob gives a meaning to: a path holding one is listed directory by directory.

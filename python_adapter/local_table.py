@@ -4,10 +4,14 @@ An inline `VALUES` table is a LocalRelation: broadcasting it needs no Spark job,
 DataFrame made with createDataFrame is an RDD that takes a job (and its scheduling) to
 collect before every broadcast.
 """
+import datetime
 import decimal
 
 
 def _text(value):
+    if isinstance(value, datetime.datetime):
+        # A naive datetime is local time in Python and session time in Spark: refuse it.
+        raise TypeError("local_table does not take timestamps")
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
@@ -20,8 +24,8 @@ def _text(value):
 def _literal(value, sql_type):
     if value is None:
         return f"CAST(NULL AS {sql_type})"
-    text = _text(value).replace("\\", "\\\\").replace("'", "\\'")
-    return f"CAST('{text}' AS {sql_type})"
+    # Hex of the UTF-8 text: no quoting that depends on the parser's escape settings.
+    return f"CAST(CAST(unhex('{_text(value).encode().hex()}') AS STRING) AS {sql_type})"
 
 
 def local_table(spark, columns, rows):

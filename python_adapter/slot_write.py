@@ -3,8 +3,9 @@ without shuffling the rows of the files being rewritten.
 
 A rewritten file is read whole by one scan task (files are never split across tasks), and
 its old rows stay in that task. The batch rows bound for it are broadcast and joined to a
-copy of the file's first row, so only the batch rows bound for new files are shuffled. When the rows bound for rewritten files are too big to broadcast
-(`spark.sql.autoBroadcastJoinThreshold`), every row is shuffled to its slot's task instead.
+copy of the file's first row, so only the batch rows bound for new files are shuffled. When the batch is too big to broadcast (over
+`spark.sql.autoBroadcastJoinThreshold` in memory), or a rewritten file may be empty (no
+first row to join), every row is shuffled to its slot's task instead.
 
 Each slot is written under its own `__sized_slot=<n>` directory, so one task may write
 several files of one partition; `staged_file` maps a staged file to its place in the table.
@@ -15,6 +16,7 @@ from pyspark.sql import functions as F
 
 from python_adapter.local_table import local_table
 from python_adapter.routing import assign_tasks, routing_keys
+from python_adapter.sizes import format_size
 
 SLOT = "__sized_slot"
 FIRST_ROW = "__sized_first"   # true on row 0 of each file read for a rewrite
@@ -76,52 +78,63 @@ def _route(spark, rows, weights):
                 .repartition(n_tasks, "__sized_route").drop("__sized_route")), n_tasks
 
 
+def cached_size(df):
+    """Spark's size estimate of a DataFrame's plan: for a cached, computed DataFrame the
+    in-memory size of its rows."""
+    size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+    return size if isinstance(size, int) else int(str(size.toString()))  # py4j: int or BigInt
+
+
 def write_slots(spark, old, keys, incoming, columns, pcols, weights, rewrite_slots,
-                rewrite_bytes, largest_file, staging, progress):
+                batch_bytes, rows_unknown, largest_file, staging, progress):
     """Write every slot to `staging`.
 
     old: rows of the rewritten files (columns, SLOT, FIRST_ROW), or None;
     keys: DataFrame of the batch's keys (their old rows are dropped), or None;
     incoming: batch rows to write (columns, SLOT, TO_REWRITE);
     weights: {slot: (partition, estimated bytes)}; rewrite_slots: the slots that rewrite a
-    file; rewrite_bytes: estimated bytes of the incoming rows bound for them (decides
-    broadcast or shuffle)."""
+    file; batch_bytes: in-memory size of the batch, an upper bound of what is broadcast;
+    rows_unknown: some rewritten file has no recorded row (an empty file has no first row
+    for its batch rows to join)."""
     limit = broadcast_limit(spark)
     if old is None:
         out, n_tasks = _route(spark, incoming.drop(TO_REWRITE), weights)
         how = f"{n_tasks} tasks"
-    elif 0 <= rewrite_bytes <= limit:
+    elif 0 <= batch_bytes <= limit and not rows_unknown:
         new_weights = {s: w for s, w in weights.items() if s not in rewrite_slots}
         out = _colocated(spark, old, keys, incoming, columns, new_weights)
         how = "the tasks that read the rewritten files (only the batch's rows shuffled)"
     else:
+        why = ("a rewritten file has no recorded rows" if rows_unknown else
+               f"the batch ({format_size(batch_bytes)} in memory) is over "
+               f"spark.sql.autoBroadcastJoinThreshold")
         out, n_tasks = _route(spark, _all_rows(old, keys, incoming, columns), weights)
-        how = (f"{n_tasks} tasks (the rows bound for rewritten files are over "
-               f"spark.sql.autoBroadcastJoinThreshold: every row shuffled)")
+        how = f"{n_tasks} tasks ({why}: every row shuffled)"
     progress(f"writing {len(weights)} files to staging in {how}")
     with whole_files(spark, largest_file):
         out.write.partitionBy(*pcols, SLOT).mode("overwrite").parquet(staging)
 
 
-def _kept_old_rows(old, keys):
-    """old rows with __sized_hit set when the batch brings their key (the row is replaced)."""
+def _kept_old_rows(old, keys, broadcast=True):
+    """old rows with __sized_hit set when the batch brings their key (the row is replaced).
+    The keys are broadcast when the old rows must stay in the tasks that read them."""
     if keys is None:
         return old.withColumn("__sized_hit", F.lit(None).cast("boolean"))
-    hits = F.broadcast(keys.withColumn("__sized_hit", F.lit(True)))
-    return old.join(hits, keys.columns, "left")
+    hits = keys.withColumn("__sized_hit", F.lit(True))
+    return old.join(F.broadcast(hits) if broadcast else hits, keys.columns, "left")
 
 
 def _all_rows(old, keys, incoming, columns):
-    kept = _kept_old_rows(old, keys).where("__sized_hit is null")
+    kept = _kept_old_rows(old, keys, broadcast=False).where("__sized_hit is null")
     return kept.select(*columns, SLOT).unionByName(incoming.select(*columns, SLOT))
 
 
 def _colocated(spark, old, keys, incoming, columns, new_weights):
-    types = {f.name: f.dataType for f in old.schema.fields}
+    types = {f.name.lower(): f.dataType for f in old.schema.fields}
     fresh = [f"__sized_n{i}" for i in range(len(columns))]
     bound = incoming.where(TO_REWRITE).select(
         F.col(SLOT).alias("__sized_at"), F.lit(True).alias("__sized_bound"),
-        *[F.col(c).cast(types[c]).alias(n) for c, n in zip(columns, fresh)])
+        *[F.col(c).cast(types[c.lower()]).alias(n) for c, n in zip(columns, fresh)])
     # Each file's first row comes twice: as itself, and as a probe that the broadcast join
     # turns into the batch rows bound for the file (no aggregation, so no extra shuffle).
     probes = F.when(F.col(FIRST_ROW), F.array(F.lit(None), F.col(SLOT))).otherwise(

@@ -20,7 +20,7 @@ from python_adapter.binpack import plan_partition_write, summarize
 from python_adapter.config import ConfigError
 from python_adapter.local_table import local_table
 from python_adapter.partitions import check_partition_types, partition_path
-from python_adapter.slot_write import FIRST_ROW, SLOT, TO_REWRITE, write_slots
+from python_adapter.slot_write import FIRST_ROW, SLOT, TO_REWRITE, cached_size, write_slots
 from python_adapter.table_files import read_files, with_file_values
 
 SEED = 4242
@@ -104,6 +104,12 @@ def may_hold_keys(entry, lo, hi):
     if not (fmin[0] == fmax[0] == blo[0] == bhi[0]):
         return True
     return not (fmax[1] < blo[1] or fmin[1] > bhi[1])
+
+
+def _unit_hash(columns):
+    """A number in [0, 1) per row from its columns: which insert range a row falls in must
+    not depend on evaluation order, since the rows are read by more than one Spark job."""
+    return F.pmod(F.xxhash64(F.lit(SEED), *[F.col(c) for c in columns]), F.lit(1 << 30)) / float(1 << 30)
 
 
 def _tag_columns(pcols):
@@ -307,7 +313,8 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
                 *[(f"__sized_p{i}", df.schema[c].dataType.simpleString()) for i, c in enumerate(pcols)],
                 ("__sized_lo", "double"), ("__sized_hi", "double"), (SLOT, "bigint"),
                 (TO_REWRITE, "boolean")])
-            ins = tagged.where("not __sized_del and not __sized_same").withColumn("__sized_u", F.rand(SEED))
+            ins = tagged.where("not __sized_del and not __sized_same").withColumn(
+                "__sized_u", _unit_hash(keys or columns))
             cond = (ins["__sized_u"] >= imap["__sized_lo"]) & (ins["__sized_u"] < imap["__sized_hi"])
             for i, col in enumerate(pcols):
                 cond = cond & ins[col].eqNullSafe(imap[f"__sized_p{i}"])
@@ -319,9 +326,10 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
         size_of = {rel: size for files in current.values() for rel, size in files}
         weights = {s.slot: (s.partition, size_of.get(s.file, 0) + (s.inserts + s.updates) * bytes_per_row)
                    for s in slots}
+        rows_of = {f.path: f.rows for f in current_files}
         write_slots(spark, old, keys_df, rows, columns, pcols, weights,
-                    rewrite_slots={s.slot for s in rewrites},
-                    rewrite_bytes=sum((s.inserts + s.updates) * bytes_per_row for s in rewrites),
+                    rewrite_slots={s.slot for s in rewrites}, batch_bytes=cached_size(tagged),
+                    rows_unknown=any(rows_of.get(s.file, -1) <= 0 for s in rewrites),
                     largest_file=max((size_of.get(s.file, 0) for s in rewrites), default=0),
                     staging=staging, progress=progress)
         return [s.file for s in rewrites], summary

@@ -120,9 +120,17 @@ def test_local_table_keeps_types_and_awkward_values(spark):
     import datetime
     import decimal
     rows = [(1, "it's \\ x", datetime.date(2025, 1, 2), decimal.Decimal("12.50"), True, 0.1),
+            (-7, "é \\u0041 '' `", datetime.date(1900, 12, 31), decimal.Decimal("-0.01"), False,
+             float("-inf")),
             (None, None, None, None, None, None)]
-    df = local_table(spark, [("n", "bigint"), ("s", "string"), ("d", "date"),
-                             ("m", "decimal(10,2)"), ("b", "boolean"), ("x", "double")], rows)
-    assert [f.dataType.simpleString() for f in df.schema.fields] == [
-        "bigint", "string", "date", "decimal(10,2)", "boolean", "double"]
-    assert [tuple(r) for r in df.collect()] == rows
+    columns = [("n", "bigint"), ("s", "string"), ("d", "date"), ("m", "decimal(10,2)"),
+               ("b", "boolean"), ("x", "double")]
+    for escaped in ("false", "true"):  # the text must not depend on the parser's escaping
+        spark.conf.set("spark.sql.parser.escapedStringLiterals", escaped)
+        try:
+            df = local_table(spark, columns, rows)
+            got = [tuple(r) for r in df.collect()]
+        finally:
+            spark.conf.unset("spark.sql.parser.escapedStringLiterals")
+        assert [f.dataType.simpleString() for f in df.schema.fields] == [t for _, t in columns]
+        assert got == rows

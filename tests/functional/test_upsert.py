@@ -7,7 +7,7 @@ from python_adapter.config import ConfigError, parse_config
 from python_adapter.fs import HadoopFS
 from python_adapter.timeline import Timeline
 from python_adapter.writer import learned_bytes_per_row, write_dataframe
-from tests.functional.helpers import files_by_partition, rows_of, rows_of_df
+from tests.functional.helpers import files_by_partition, layout, rows_of, rows_of_df
 
 TARGET = 16_000
 QUIET = dict(log=lambda m: None)
@@ -62,6 +62,7 @@ def test_each_planned_file_is_written_once_however_rows_reach_it(spark, schema, 
     if how == "tiny_splits":
         settings.update({"spark.sql.files.maxPartitionBytes": "1024",
                          "spark.sql.files.openCostInBytes": "0"})
+    before = {k: spark.conf.get(k, None) for k in settings}
     for k, v in settings.items():
         spark.conf.set(k, v)
     try:
@@ -73,14 +74,29 @@ def test_each_planned_file_is_written_once_however_rows_reach_it(spark, schema, 
         logs = []
         result = write_dataframe(spark, batch, table, cfg(), log=logs.append)
     finally:
-        for k in settings:
-            spark.conf.unset(k)
+        for k, v in before.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
     expected = {r[0]: r[1] for r in rows_of_df(base)}
     expected.update({r[0]: r[1] for r in rows_of_df(batch)})
     assert rows_of(spark, schema, name) == sorted(expected.items())
     assert result.files_removed > 0 and result.files_written == result.files_planned
     shuffled_all = any("every row shuffled" in m for m in logs)
     assert shuffled_all == (how == "shuffled"), [m for m in logs if "writing" in m]
+
+
+def test_inserts_into_an_empty_file_are_kept(spark, schema, events):
+    """An empty model written without counting rows leaves one schema-only file, which has
+    no first row for a co-located rewrite to join the new rows to: they are shuffled to it."""
+    table = TableRef(schema, "from_empty")
+    c = cfg(partition_by=[], unique_key=None, incremental_strategy="insert", distribution="none")
+    write_dataframe(spark, events(days=1).limit(0), table, c, **QUIET)
+    assert [f.rows for f in layout(spark, schema, "from_empty").files] == [0]
+    rows = events(days=1)
+    logs = []
+    result = write_dataframe(spark, rows, table, c, log=logs.append)
+    assert rows_of(spark, schema, "from_empty") == rows_of_df(rows)
+    assert result.files_removed == 1
+    assert any("no recorded rows" in m for m in logs), [m for m in logs if "writing" in m]
 
 
 def test_inserts_fill_small_files_before_new_ones(spark, schema, events):
