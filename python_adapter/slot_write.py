@@ -10,12 +10,11 @@ first row to join), every row is shuffled to its slot's task instead.
 Each slot is written under its own `__sized_slot=<n>` directory, so one task may write
 several files of one partition; `staged_file` maps a staged file to its place in the table.
 """
-from contextlib import contextmanager
-
 from pyspark.sql import functions as F
 
 from python_adapter.local_table import local_table
 from python_adapter.routing import assign_tasks, routing_keys
+from python_adapter.session_conf import session_conf
 from python_adapter.sizes import format_size
 
 SLOT = "__sized_slot"
@@ -44,25 +43,14 @@ def broadcast_limit(spark):
     return int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
 
 
-@contextmanager
 def whole_files(spark, largest):
-    """Scans planned inside never split a file of up to `largest` bytes over two tasks:
-    Spark splits a file bigger than min(maxPartitionBytes, max(openCostInBytes, bytes per
-    core)), so both bounds are raised to the largest file, never lowered."""
+    """Settings under which scans never split a file of up to `largest` bytes over two
+    tasks: Spark splits a file bigger than min(maxPartitionBytes, max(openCostInBytes, bytes
+    per core)), so both bounds are raised to the largest file, never lowered."""
     conf = spark._jsparkSession.sessionState().conf()
-    wanted = {"spark.sql.files.maxPartitionBytes": max(int(conf.filesMaxPartitionBytes()), largest),
-              "spark.sql.files.openCostInBytes": max(int(conf.filesOpenCostInBytes()), largest)}
-    before = {k: spark.conf.get(k, None) for k in wanted}
-    for k, v in wanted.items():
-        spark.conf.set(k, str(v))
-    try:
-        yield
-    finally:
-        for k, v in before.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+    return session_conf(spark, {
+        "spark.sql.files.maxPartitionBytes": max(int(conf.filesMaxPartitionBytes()), largest),
+        "spark.sql.files.openCostInBytes": max(int(conf.filesOpenCostInBytes()), largest)})
 
 
 def _route(spark, rows, weights):

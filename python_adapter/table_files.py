@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from python_adapter.catalog import sync_partitions
 from python_adapter.local_table import local_table
 from python_adapter.partitions import parse_partition_path
+from python_adapter.session_conf import session_conf
 
 
 _DISCOVERY = "spark.sql.sources.parallelPartitionDiscovery.threshold"
@@ -34,15 +35,8 @@ def read_files(spark, location, schema, rel_paths):
     paths = [f"{base}/{rel}" for rel in rel_paths]
     if base.split(":", 1)[0].lower() not in _CHEAP_STATUS_SCHEMES:
         return reader.parquet(*paths)
-    before = spark.conf.get(_DISCOVERY, None)
-    spark.conf.set(_DISCOVERY, str(max(len(paths) + 1, 32)))
-    try:
+    with session_conf(spark, {_DISCOVERY: max(len(paths) + 1, 32)}):
         return reader.parquet(*paths)  # the file index is built here, eagerly
-    finally:
-        if before is None:
-            spark.conf.unset(_DISCOVERY)
-        else:
-            spark.conf.set(_DISCOVERY, before)
 
 
 def with_file_values(spark, df, pcols, value_of_file, column):

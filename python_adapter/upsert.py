@@ -323,14 +323,13 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
         rows = incoming[0]
         for more in incoming[1:]:
             rows = rows.unionByName(more)
-        size_of = {rel: size for files in current.values() for rel, size in files}
-        weights = {s.slot: (s.partition, size_of.get(s.file, 0) + (s.inserts + s.updates) * bytes_per_row)
-                   for s in slots}
-        rows_of = {f.path: f.rows for f in current_files}
+        entry = {f.path: f for f in current_files}
+        weights = {s.slot: (s.partition, (entry[s.file].bytes if s.file else 0)
+                            + (s.inserts + s.updates) * bytes_per_row) for s in slots}
         write_slots(spark, old, keys_df, rows, columns, pcols, weights,
                     rewrite_slots={s.slot for s in rewrites}, batch_bytes=cached_size(tagged),
-                    rows_unknown=any(rows_of.get(s.file, -1) <= 0 for s in rewrites),
-                    largest_file=max((size_of.get(s.file, 0) for s in rewrites), default=0),
+                    rows_unknown=any(entry[s.file].rows <= 0 for s in rewrites),
+                    largest_file=max((entry[s.file].bytes for s in rewrites), default=0),
                     staging=staging, progress=progress)
         return [s.file for s in rewrites], summary
     finally:
