@@ -28,8 +28,11 @@ setup(
     version=about["version"],
     description="dbt-spark plugin whose sized_incremental materialization writes files of a target size",
     python_requires=">=3.10",
-    packages=find_namespace_packages(include=["dbt", "dbt.*", "python_adapter", "python_adapter.*"]),
-    package_data={"dbt.include.sized_spark": ["dbt_project.yml", *macro_files()]},
+    packages=find_namespace_packages(include=["dbt", "dbt.*", "python_adapter", "python_adapter.*"],
+                                     exclude=["python_adapter.java*"]),
+    package_data={"dbt.include.sized_spark": ["dbt_project.yml", *macro_files()],
+                  # compiled on first use by the JDK that runs Spark (fast_local_fs.py)
+                  "python_adapter": ["java/sizedspark/fs/*.java"]},
     include_package_data=False,
     install_requires=[
         "dbt-core>=1.10,<1.12",

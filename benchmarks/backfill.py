@@ -61,17 +61,22 @@ GOAL_TIME_RATIO = 1.3
 # ----------------------------------------------------------------------------------------
 # Spark
 # ----------------------------------------------------------------------------------------
-def start_spark(tmp, driver_memory, java_options=""):
+def start_spark(tmp, driver_memory, java_options="", fast_local_fs=True):
     """A private local session with Hive support; everything it writes is under tmp.
-    java_options: extra driver JVM options."""
+    java_options: extra driver JVM options. fast_local_fs=False: Hadoop's own local
+    filesystem (a chmod process per file), not the one a dbt profile's embedded session gets."""
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 
+    from python_adapter.fast_local_fs import configure
+
     warehouse = os.path.join(tmp, "warehouse")
     metastore = os.path.join(tmp, "metastore_db")
+    builder = SparkSession.builder.master("local[2]")
+    if fast_local_fs:
+        builder = configure(builder, "local[2]")
     spark = (
-        SparkSession.builder.appName("sized-backfill-benchmark")
-        .master("local[2]")
+        builder.appName("sized-backfill-benchmark")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.memory", driver_memory)

@@ -1,15 +1,18 @@
 """What a file costs on the embedded Spark's local filesystem: processes forked per write.
 
-Without Hadoop's native library (pip's pyspark has none), RawLocalFileSystem sets the
-permissions of every file and directory it creates by forking `chmod`. This prints, for a
-partitioned Spark write, a table listing and our publish renames, the wall time and the
-processes the machine started meanwhile (Linux: the last pid in /proc/loadavg).
+Without Hadoop's native library (pip's pyspark has none), Hadoop's RawLocalFileSystem sets the
+permissions of every file and directory it creates by forking `chmod`. The embedded session
+of a dbt profile uses python_adapter/fast_local_fs.py instead, which sets them through
+java.nio. This prints, for each of the two, in its own JVM: a partitioned Spark write, a table
+listing and our publish renames, with the wall time and the processes the machine started
+meanwhile (Linux: the last pid in /proc/loadavg).
 
     python benchmarks/local_fs_cost.py [--partitions 300] [--rows 200000]
 """
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,16 +38,32 @@ def timed(label, fn):
     return out
 
 
+FILESYSTEMS = {"hadoop": "Hadoop's LocalFileSystem (chmod forks)",
+               "nio": "fast_local_fs (java.nio), as dbt's embedded session"}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", type=int, default=300)
     ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--fs", choices=sorted(FILESYSTEMS),
+                    help="measure this one only (default: both, each in its own process)")
     args = ap.parse_args(argv)
+    if args.fs is None:
+        for fs in ("hadoop", "nio"):  # one JVM each: the classpath is fixed at JVM start
+            print(f"== {FILESYSTEMS[fs]}", flush=True)
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--fs", fs,
+                            "--partitions", str(args.partitions), "--rows", str(args.rows)],
+                           check=True)
+        return
     tmp = tempfile.mkdtemp(prefix="local-fs-cost-")
-    spark = start_spark(tmp, "2g")
+    spark = start_spark(tmp, "2g", fast_local_fs=args.fs == "nio")
     try:
-        native = spark._jvm.org.apache.hadoop.io.nativeio.NativeIO.isAvailable()
-        print(f"Hadoop native library loaded: {native}")
+        jvm = spark._jvm
+        native = jvm.org.apache.hadoop.io.nativeio.NativeIO.isAvailable()
+        local = jvm.org.apache.hadoop.fs.FileSystem.getLocal(
+            spark.sparkContext._jsc.hadoopConfiguration())
+        print(f"Hadoop native library loaded: {native}; file: is {local.getClass().getName()}")
         df = spark.range(args.rows).selectExpr(
             "id", f"id % {args.partitions} as p", "sha2(cast(id as string), 256) as s")
         df.write.mode("overwrite").partitionBy("p").parquet(f"{tmp}/warm")  # JIT, classes

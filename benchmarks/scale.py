@@ -184,9 +184,11 @@ def start_session(tmp, mode, master, driver_memory, executor_memory):
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
+    from python_adapter.fast_local_fs import configure
+
     metastore = os.path.join(tmp, "metastore_db")
-    b = (SparkSession.builder.appName(f"sized-scale-benchmark-{mode}")
-         .master(master)
+    # embedded: the local filesystem a dbt profile's embedded session gets
+    b = (configure(SparkSession.builder, master).appName(f"sized-scale-benchmark-{mode}")
          .config("spark.driver.host", "127.0.0.1")
          .config("spark.driver.bindAddress", "127.0.0.1")
          .config("spark.driver.memory", driver_memory)

@@ -11,8 +11,10 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
+    from python_adapter.fast_local_fs import configure
+
     home = tmp_path_factory.mktemp("spark_home")
-    session = (SparkSession.builder.master("local[2]")
+    session = (configure(SparkSession.builder, "local[2]")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.ui.enabled", "false")

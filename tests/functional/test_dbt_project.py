@@ -94,6 +94,11 @@ def test_integration_project_builds_and_rebuilds_incrementally(tmp_path, target)
     assert first.returncode == 0, first.stdout[-4000:]
     assert "Completed successfully" in first.stdout
     assert "plan:" in first.stdout and "bytes per row" in first.stdout  # progress is logged
+    log = (project / "logs" / "dbt.log").read_text()
+    if target == "embedded":  # files written without a chmod process each (fast_local_fs)
+        assert "embedded Spark: file: paths through sizedspark.fs.NioLocalFileSystem" in log
+    else:  # a cluster's executors would not have the jar
+        assert "local filesystem as is (spark.master is spark://127.0.0.1:" in log
     if target == "cluster":
         return  # the incremental path is the same code; CI time goes to the upsert scenario
     second = _dbt(project, home, target, "build", *small)

@@ -9,10 +9,14 @@ it first, before hooks or any SQL run.
 import os
 import sys
 
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt_common.exceptions import DbtRuntimeError
 
 from python_adapter.config import STRATEGIES
+from python_adapter.fast_local_fs import FS_CLASS, embedded_confs
+
+logger = AdapterLogger("SizedSpark")
 
 # Spark binds to loopback unless told otherwise; set before the JVM starts.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -22,6 +26,21 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 class SizedSparkConnectionManager(SparkConnectionManager):
     TYPE = "sized_spark"
+
+    @classmethod
+    def open(cls, connection):
+        creds = connection.credentials
+        if creds.is_session and connection.state != "open":
+            # Before dbt-spark's builder starts the JVM: an embedded (local) session gets the
+            # local filesystem that sets permissions without a chmod process per file.
+            params = dict(creds.server_side_parameters or {})
+            added, why_not = embedded_confs(params)
+            if added:
+                creds.server_side_parameters = {**params, **added}
+                logger.debug(f"embedded Spark: file: paths through {FS_CLASS}")
+            else:
+                logger.debug(f"embedded Spark: Hadoop's local filesystem as is ({why_not})")
+        return super().open(connection)
 
     def require_session(self, what="sized_incremental"):
         """Fail with a clear message unless the profile uses `method: session`."""

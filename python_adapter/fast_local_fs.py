@@ -1,0 +1,191 @@
+"""The embedded Spark's local filesystem, without a `chmod` process per file.
+
+pip's pyspark has no Hadoop native library, so Hadoop's local filesystem sets the permissions
+of every file, checksum file and directory it creates by forking `chmod`: a Spark write of 600
+files started ~3,600 processes and took 5.5 s, 2.0 s without them
+(`benchmarks/local_fs_cost.py`). `java/sizedspark/fs/` subclasses it to set the same bits
+through java.nio. The jar is compiled here on first use, by the `javac` of the JDK that runs
+Spark, and cached per user.
+
+Only a session whose driver runs the tasks itself (`local`, `local[N]`) gets it: executors of
+a cluster would not have the jar, and a cluster's tables live on HDFS or S3 anyway. A profile
+that sets `spark.hadoop.fs.file.impl` keeps its own; without a JDK the session starts as
+before and `embedded_confs` says why.
+"""
+import glob
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import zipfile
+
+FS_CLASS = "sizedspark.fs.NioLocalFileSystem"
+FS_IMPL = "spark.hadoop.fs.file.impl"
+CLASSPATH = "spark.driver.extraClassPath"
+_SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java")
+_LOCAL = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?")
+
+
+class Unavailable(Exception):
+    """The jar cannot be built here (no JDK, no Spark jars, compile error)."""
+
+
+# ---------------------------------------------------------------------------------------
+# Deciding (pure)
+# ---------------------------------------------------------------------------------------
+def effective_master(confs, env):
+    """The master a session started now with `confs` gets, or None when it is not knowable
+    from here (a spark-defaults.conf may set it). spark-submit's `--master` (pyspark passes
+    PYSPARK_SUBMIT_ARGS to it) wins over `--conf spark.master`, which wins over $MASTER."""
+    args = shlex.split(env.get("PYSPARK_SUBMIT_ARGS", ""))
+    for i, arg in enumerate(args):
+        if arg == "--master" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--master="):
+            return arg.split("=", 1)[1]
+    if confs.get("spark.master"):
+        return confs["spark.master"]
+    if env.get("MASTER"):
+        return env["MASTER"]
+    if _defaults_file(env):
+        return None
+    return "local[*]"  # pyspark's default
+
+
+def _defaults_file(env):
+    conf_dir = env.get("SPARK_CONF_DIR") or (
+        os.path.join(env["SPARK_HOME"], "conf") if env.get("SPARK_HOME") else None)
+    return conf_dir is not None and os.path.exists(os.path.join(conf_dir, "spark-defaults.conf"))
+
+
+def skip_reason(confs, env):
+    """Why a session started with `confs` does not get the fast filesystem, or None."""
+    if FS_IMPL in confs:
+        return f"{FS_IMPL} is set already"
+    master = effective_master(confs, env)
+    if master is None:
+        return "spark.master is not known before the session starts (spark-defaults.conf)"
+    if not _LOCAL.fullmatch(master.strip()):
+        return f"spark.master is {master}: executors would not have the jar"
+    return None
+
+
+def with_jar(confs, jar):
+    """The confs to add so that `file:` paths use the fast filesystem from `jar`."""
+    classpath = confs.get(CLASSPATH)
+    return {FS_IMPL: FS_CLASS,
+            CLASSPATH: f"{classpath}{os.pathsep}{jar}" if classpath else jar}
+
+
+# ---------------------------------------------------------------------------------------
+# Building (javac, cache)
+# ---------------------------------------------------------------------------------------
+def spark_jars_dir(env):
+    """Where the Spark that pyspark launches keeps its jars (what `spark-submit` uses)."""
+    if env.get("SPARK_HOME"):
+        return os.path.join(env["SPARK_HOME"], "jars")
+    import pyspark
+
+    return os.path.join(os.path.dirname(pyspark.__file__), "jars")
+
+
+def find_javac(env):
+    """The javac of the JDK whose `java` pyspark will start ($JAVA_HOME, else `java` on the
+    PATH): a javac newer than that java would build classes it cannot load."""
+    if env.get("JAVA_HOME"):
+        candidate = os.path.join(env["JAVA_HOME"], "bin", "javac")
+    else:
+        java = shutil.which("java", path=env.get("PATH"))
+        if java is None:
+            raise Unavailable("no `java` on the PATH")
+        candidate = os.path.join(os.path.dirname(os.path.realpath(java)), "javac")
+    if not os.access(candidate, os.X_OK):
+        raise Unavailable(f"no javac next to the Java that runs Spark ({candidate}): "
+                          "install the JDK, not only the JRE")
+    return candidate
+
+
+def _sources():
+    return sorted(glob.glob(os.path.join(_SOURCES, "**", "*.java"), recursive=True))
+
+
+def cache_dir(env):
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "dbt-sized-spark")
+
+
+def build_jar(env=None):
+    """The jar's path, compiled now unless a jar of these sources against these Hadoop jars
+    and this javac is cached. Raises Unavailable."""
+    env = os.environ if env is None else env
+    javac = find_javac(env)
+    jars = spark_jars_dir(env)
+    hadoop = sorted(os.path.basename(p) for p in glob.glob(os.path.join(jars, "hadoop-*.jar")))
+    if not hadoop:
+        raise Unavailable(f"no Hadoop jars in {jars}")
+    digest = hashlib.sha256()
+    for path in _sources():
+        with open(path, "rb") as fh:
+            digest.update(path.encode() + b"\0" + fh.read())
+    digest.update("\0".join([os.path.realpath(javac), *hadoop]).encode())
+    out_dir = cache_dir(env)
+    jar = os.path.join(out_dir, f"sized-local-fs-{digest.hexdigest()[:16]}.jar")
+    if os.path.exists(jar):
+        return jar
+    os.makedirs(out_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
+        classes = os.path.join(tmp, "classes")
+        done = subprocess.run(
+            [javac, "-nowarn", "-d", classes, "-cp", os.path.join(jars, "*"), *_sources()],
+            capture_output=True, text=True)
+        if done.returncode != 0:
+            raise Unavailable(f"javac failed: {done.stderr.strip()[-2000:]}")
+        staged = os.path.join(tmp, "fs.jar")
+        with zipfile.ZipFile(staged, "w") as zf:
+            for root, _dirs, names in os.walk(classes):
+                for name in sorted(names):
+                    path = os.path.join(root, name)
+                    zf.write(path, os.path.relpath(path, classes))
+        os.replace(staged, jar)  # atomic: a concurrent process sees no jar or a whole one
+    return jar
+
+
+def embedded_confs(confs, env=None):
+    """(confs to add to a session about to start with `confs`, why none when empty)."""
+    env = os.environ if env is None else env
+    reason = skip_reason(confs, env)
+    if reason is not None:
+        return {}, reason
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None:
+        # A later session in the same JVM (pyspark keeps it after stop()): its classpath
+        # is fixed, so only a JVM started with the jar can use the class.
+        if _loadable(SparkContext._jvm, FS_CLASS):
+            return {FS_IMPL: FS_CLASS}, None
+        return {}, "the JVM was started without the jar (its classpath is fixed)"
+    try:
+        return with_jar(confs, build_jar(env)), None
+    except Unavailable as e:
+        return {}, str(e)
+
+
+def _loadable(jvm, name):
+    try:
+        jvm.java.lang.Class.forName(name, False, jvm.java.lang.Thread.currentThread()
+                                    .getContextClassLoader())
+        return True
+    except Exception:  # py4j wraps ClassNotFoundException
+        return False
+
+
+def configure(builder, master):
+    """A SparkSession builder for `master` with the fast filesystem when it applies (tests,
+    benchmarks: the same local filesystem a dbt profile's embedded session gets)."""
+    added, _why_not = embedded_confs({"spark.master": master})
+    for key, value in added.items():
+        builder = builder.config(key, value)
+    return builder.master(master)
