@@ -10,7 +10,8 @@ Spark, and cached per user.
 Only a session whose driver runs the tasks itself (`local`, `local[N]`) gets it: executors of
 a cluster would not have the jar, and a cluster's tables live on HDFS or S3 anyway. A profile
 that sets `spark.hadoop.fs.file.impl` keeps its own; without a JDK the session starts as
-before and `embedded_confs` says why.
+before and `embedded_confs` says why. The same jar holds `StagedFiles`, which reads the
+footers of a write's staged files in the driver (python_adapter/footers.py).
 """
 import glob
 import hashlib
@@ -23,6 +24,7 @@ import tempfile
 import zipfile
 
 FS_CLASS = "sizedspark.fs.NioLocalFileSystem"
+HELPER_CLASS = "sizedspark.fs.StagedFiles"
 FS_IMPL = "spark.hadoop.fs.file.impl"
 CLASSPATH = "spark.driver.extraClassPath"
 _SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java")
@@ -171,6 +173,17 @@ def embedded_confs(confs, env=None):
         return with_jar(confs, build_jar(env)), None
     except Unavailable as e:
         return {}, str(e)
+
+
+_helper_in = {}  # id of a py4j gateway -> whether its JVM can load HELPER_CLASS
+
+
+def helper_loadable(spark):
+    """Whether the session's JVM was started with the jar (the answer is fixed per JVM)."""
+    gateway = spark.sparkContext._gateway
+    if id(gateway) not in _helper_in:
+        _helper_in[id(gateway)] = _loadable(spark.sparkContext._jvm, HELPER_CLASS)
+    return _helper_in[id(gateway)]
 
 
 def _loadable(jvm, name):

@@ -16,6 +16,7 @@ from python_adapter.commit import file_entry
 from python_adapter.transaction import WriteError, current_files, locked_table, open_table
 from python_adapter.config import ConfigError, SchemaChangeError, check_columns
 from python_adapter.distribution import distribute
+from python_adapter.footers import staged_footers
 from python_adapter.fs import HadoopFS
 from python_adapter.layout import Layout, LayoutFile
 from python_adapter.measure import measure_bytes_per_row
@@ -246,16 +247,18 @@ def _staged_entries(spark, fs, staging, key_col=None):
     """FileEntry per Parquet file written under staging: rows from the footers, and the
     min / max of the first unique_key column, kept in the timeline to prune tagging."""
     staging = fs.qualify(staging)
-    files = [f for f in fs.list_files(staging) if f.name.endswith(".parquet")]
-    if not files:
-        return []
-    rels = [f.path[len(staging):].lstrip("/") for f in files]
-    stats = file_stats(read_files(spark, staging, None, rels), key_col)
+    footers = staged_footers(spark, staging, key_col)
+    if footers is None:  # not local, or no jar: a Spark job reads them
+        files = [f for f in fs.list_files(staging) if f.name.endswith(".parquet")]
+        if not files:
+            return []
+        rels = [f.path[len(staging):].lstrip("/") for f in files]
+        stats = file_stats(read_files(spark, staging, None, rels), key_col)
+        footers = [(f.path, f.size, *stats.get(unquote(f.path), (-1, "", ""))) for f in files]
     entries = []
-    for f, rel in zip(files, rels):
-        rows, kmin, kmax = stats.get(unquote(f.path), (-1, "", ""))
-        partition, path = staged_file(rel)
-        entries.append(file_entry(partition, path, rows, f.size, staged_path=f.path,
+    for path, size, rows, kmin, kmax in sorted(footers):
+        partition, rel = staged_file(path[len(staging):].lstrip("/"))
+        entries.append(file_entry(partition, rel, rows, size, staged_path=path,
                                   key_min=kmin, key_max=kmax))
     return entries
 

@@ -1,0 +1,179 @@
+package sizedspark.fs;
+
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.time.LocalDate;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.List;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.parquet.column.statistics.Statistics;
+import org.apache.parquet.format.converter.ParquetMetadataConverter;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
+import org.apache.parquet.hadoop.metadata.ParquetMetadata;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
+import org.apache.parquet.io.api.Binary;
+import org.apache.parquet.schema.LogicalTypeAnnotation;
+import org.apache.parquet.schema.MessageType;
+import org.apache.parquet.schema.PrimitiveType;
+import org.apache.parquet.schema.Type;
+
+/**
+ * The Parquet files a write staged, with their rows and key range, from their footers: one
+ * call from Python, no Spark job (python_adapter/footers.py).
+ *
+ * Per file, five fields, each written as "<length in code points>:<text>": the path URI,
+ * bytes, rows, and the min and max of the key column encoded as python_adapter.upsert's
+ * encode_key does ("n:123", "s:text", "s:2025-01-01"); both empty when the footers do not
+ * tell (no key column, a type not encoded here, a row group without statistics).
+ */
+public final class StagedFiles {
+  private static final long FIRST_UNREBASED_DAY = LocalDate.of(1583, 1, 1).toEpochDay();
+
+  private StagedFiles() {}
+
+  public static String scan(Configuration conf, String dir, String keyColumn) throws IOException {
+    Path base = new Path(dir);
+    FileSystem fs = base.getFileSystem(conf);
+    StringBuilder out = new StringBuilder();
+    Deque<Path> todo = new ArrayDeque<>();
+    todo.add(base);
+    while (!todo.isEmpty()) {
+      FileStatus[] listed;
+      try {
+        listed = fs.listStatus(todo.pop());
+      } catch (FileNotFoundException e) {
+        continue;
+      }
+      for (FileStatus st : listed) {
+        String name = st.getPath().getName();
+        if (hidden(name)) {
+          continue;
+        }
+        if (st.isDirectory()) {
+          todo.add(st.getPath());
+        } else if (name.endsWith(".parquet")) {
+          describe(out, conf, st, keyColumn);
+        }
+      }
+    }
+    return out.toString();
+  }
+
+  /** Spark's rule, as python_adapter.fs.hidden. */
+  static boolean hidden(String name) {
+    return name.startsWith(".") || (name.startsWith("_") && !name.contains("="))
+        || name.endsWith("._COPYING_");
+  }
+
+  private static void describe(StringBuilder out, Configuration conf, FileStatus st,
+                               String keyColumn) throws IOException {
+    ParquetMetadata md = ParquetFileReader.readFooter(
+        HadoopInputFile.fromStatus(st, conf), ParquetMetadataConverter.NO_FILTER);
+    long rows = 0;
+    for (BlockMetaData block : md.getBlocks()) {
+      rows += block.getRowCount();
+    }
+    String[] range = keyColumn == null ? new String[] {"", ""} : keyRange(md, keyColumn);
+    field(out, st.getPath().toString());
+    field(out, Long.toString(st.getLen()));
+    field(out, Long.toString(rows));
+    field(out, range[0]);
+    field(out, range[1]);
+  }
+
+  private static void field(StringBuilder out, String text) {
+    out.append(text.codePointCount(0, text.length())).append(':').append(text);
+  }
+
+  @SuppressWarnings({"rawtypes", "unchecked"})
+  static String[] keyRange(ParquetMetadata md, String keyColumn) {
+    String[] unknown = {"", ""};
+    MessageType schema = md.getFileMetaData().getSchema();
+    Type field = null;
+    for (Type t : schema.getFields()) {  // Spark matches column names case-insensitively
+      if (t.getName().equals(keyColumn) || (field == null && t.getName().equalsIgnoreCase(keyColumn))) {
+        field = t;
+      }
+    }
+    if (field == null || !field.isPrimitive()) {
+      return unknown;
+    }
+    PrimitiveType type = field.asPrimitiveType();
+    Comparable min = null;
+    Comparable max = null;
+    Statistics first = null;
+    for (BlockMetaData block : md.getBlocks()) {
+      if (block.getRowCount() == 0) {
+        continue;
+      }
+      ColumnChunkMetaData chunk = chunkOf(block.getColumns(), field.getName());
+      Statistics stats = chunk == null ? null : chunk.getStatistics();
+      if (stats == null || stats.isEmpty() || !stats.hasNonNullValue()) {
+        return unknown;  // a row group whose range is not known: the file's is not either
+      }
+      if (first == null) {
+        first = stats;
+        min = stats.genericGetMin();
+        max = stats.genericGetMax();
+      } else {
+        if (first.comparator().compare(stats.genericGetMin(), min) < 0) {
+          min = stats.genericGetMin();
+        }
+        if (first.comparator().compare(stats.genericGetMax(), max) > 0) {
+          max = stats.genericGetMax();
+        }
+      }
+    }
+    if (first == null) {
+      return unknown;
+    }
+    String lo = encode(type, min);
+    String hi = encode(type, max);
+    return lo.isEmpty() || hi.isEmpty() ? unknown : new String[] {lo, hi};
+  }
+
+  private static ColumnChunkMetaData chunkOf(List<ColumnChunkMetaData> chunks, String name) {
+    for (ColumnChunkMetaData chunk : chunks) {
+      String[] path = chunk.getPath().toArray();
+      if (path.length == 1 && path[0].equals(name)) {
+        return chunk;
+      }
+    }
+    return null;
+  }
+
+  /** encode_key's text for the types whose Parquet order is Spark's; "" for the others. */
+  static String encode(PrimitiveType type, Object value) {
+    LogicalTypeAnnotation logical = type.getLogicalTypeAnnotation();
+    switch (type.getPrimitiveTypeName()) {
+      case INT32:
+      case INT64:
+        long v = ((Number) value).longValue();
+        if (logical == null || (logical instanceof LogicalTypeAnnotation.IntLogicalTypeAnnotation
+            && ((LogicalTypeAnnotation.IntLogicalTypeAnnotation) logical).isSigned())) {
+          return "n:" + v;
+        }
+        // Dates before 1583 may be stored rebased to the Julian calendar (Spark's LEGACY
+        // rebase mode): their stored days are not the dates Spark reads back.
+        if (logical instanceof LogicalTypeAnnotation.DateLogicalTypeAnnotation
+            && v >= FIRST_UNREBASED_DAY) {
+          return "s:" + LocalDate.ofEpochDay(v);
+        }
+        return "";
+      case BINARY:
+        if (logical instanceof LogicalTypeAnnotation.StringLogicalTypeAnnotation) {
+          return "s:" + ((Binary) value).toStringUsingUTF8();
+        }
+        return "";
+      default:
+        return "";
+    }
+  }
+}

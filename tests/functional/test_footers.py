@@ -1,0 +1,67 @@
+"""Staged files' rows and key ranges from their footers (python_adapter/footers.py) agree
+with what a Spark job reading the files finds."""
+import os
+
+import pytest
+
+from python_adapter.footers import parse_fields, staged_footers
+from python_adapter.fs import HadoopFS
+from python_adapter.table_files import read_files
+from python_adapter.writer import file_stats
+
+
+def _spark_job_stats(spark, staging, key_col):
+    fs = HadoopFS(spark)
+    files = [f for f in fs.list_files(staging) if f.name.endswith(".parquet")]
+    rels = [f.path[len(staging):].lstrip("/") for f in files]
+    stats = file_stats(read_files(spark, staging, None, rels), key_col)
+    return {f.path: stats.get(f.path, (0, "", "")) for f in files}
+
+
+KEYS = {
+    "id": "cast(i * 7 - 300 as bigint)",
+    "n": "cast(i as int)",
+    "s": "concat('k\\t', cast(i as string), '\\u00e9\\U0001F600')",
+    "d": "date_add(date'2024-01-01', i)",
+    "amount": "cast(i / 3 as decimal(10, 2))",
+}
+
+
+@pytest.mark.parametrize("key_col", [*KEYS, None])
+def test_footers_agree_with_a_spark_job(spark, tmp_path, key_col):
+    staging = HadoopFS(spark).qualify(str(tmp_path / "staging"))
+    cols = ", ".join(f"{expr} as {name}" for name, expr in KEYS.items())
+    df = spark.sql(f"select {cols}, cast(i % 3 as int) as p, sha2(cast(i as string), 256) as pad "
+                   f"from (select explode(sequence(1, 3000)) as i)")
+    # several row groups per file: the range spans them all
+    spark.sparkContext._jsc.hadoopConfiguration().set("parquet.block.size", "16384")
+    try:
+        df.repartition(2).write.partitionBy("p").parquet(staging)
+    finally:
+        spark.sparkContext._jsc.hadoopConfiguration().unset("parquet.block.size")
+    df.limit(0).write.mode("append").parquet(staging + "/p=9")  # a file without rows
+    footers = staged_footers(spark, staging, key_col)
+    assert footers is not None  # local staging, jar on the classpath
+    job = _spark_job_stats(spark, staging, key_col)
+    assert sorted(f[0] for f in footers) == sorted(job)
+    for path, size, rows, kmin, kmax in footers:
+        assert size == os.path.getsize(path[len("file:"):])
+        job_rows, job_min, job_max = job[path]
+        assert rows == job_rows
+        if key_col in ("id", "n", "s", "d"):  # the types footers encode
+            assert (kmin, kmax) == (job_min, job_max)
+        else:
+            assert (kmin, kmax) == ("", "")  # unknown: pruning treats the file as holding any key
+    assert sum(f[2] for f in footers) == 3000
+    assert any(f[2] == 0 for f in footers)
+
+
+def test_other_filesystems_are_left_to_a_spark_job(spark):
+    assert staged_footers(spark, "hdfs://nn:8020/warehouse/t/.sized/staging/1", "id") is None
+
+
+def test_fields_are_length_prefixed_in_code_points():
+    fields = parse_fields("3:a:b0:5:\t\n😀x:1:70:")
+    assert fields == ["a:b", "", "\t\n😀x:", "7", ""]
+    with pytest.raises(ValueError, match="5 per file"):
+        parse_fields("1:a")
