@@ -175,15 +175,28 @@ def embedded_confs(confs, env=None):
         return {}, str(e)
 
 
-_helper_in = {}  # id of a py4j gateway -> whether its JVM can load HELPER_CLASS
+_jar_in = {}  # id of a py4j JVM view -> whether that JVM can load HELPER_CLASS
 
 
-def helper_loadable(spark):
-    """Whether the session's JVM was started with the jar (the answer is fixed per JVM)."""
-    gateway = spark.sparkContext._gateway
-    if id(gateway) not in _helper_in:
-        _helper_in[id(gateway)] = _loadable(spark.sparkContext._jvm, HELPER_CLASS)
-    return _helper_in[id(gateway)]
+def jar_loaded(jvm):
+    """Whether the JVM behind a py4j view was started with the jar (fixed per JVM): then the
+    driver-side helpers (VisibleFiles, StagedFiles) can be called."""
+    if id(jvm) not in _jar_in:
+        _jar_in[id(jvm)] = _loadable(jvm, HELPER_CLASS)
+    return _jar_in[id(jvm)]
+
+
+def decode_fields(text, per_record):
+    """The records of a helper's "<length in code points>:<text>" fields, `per_record` each."""
+    fields, pos = [], 0
+    while pos < len(text):
+        colon = text.index(":", pos)
+        end = colon + 1 + int(text[pos:colon])
+        fields.append(text[colon + 1:end])
+        pos = end
+    if len(fields) % per_record:
+        raise ValueError(f"{len(fields)} fields from a helper is not {per_record} per record")
+    return [fields[i:i + per_record] for i in range(0, len(fields), per_record)]
 
 
 def _loadable(jvm, name):

@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-from python_adapter.footers import parse_fields, staged_footers
+from python_adapter.fast_local_fs import decode_fields
+from python_adapter.footers import staged_footers
 from python_adapter.fs import HadoopFS
 from python_adapter.table_files import read_files
 from python_adapter.writer import file_stats
@@ -61,7 +62,7 @@ def test_other_filesystems_are_left_to_a_spark_job(spark):
 
 
 def test_fields_are_length_prefixed_in_code_points():
-    fields = parse_fields("3:a:b0:5:\t\n😀x:1:70:")
-    assert fields == ["a:b", "", "\t\n😀x:", "7", ""]
-    with pytest.raises(ValueError, match="5 per file"):
-        parse_fields("1:a")
+    assert decode_fields("3:a:b0:5:\t\n😀x:1:70:", 5) == [["a:b", "", "\t\n😀x:", "7", ""]]
+    assert decode_fields("", 3) == []
+    with pytest.raises(ValueError, match="not 5 per record"):
+        decode_fields("1:a", 5)

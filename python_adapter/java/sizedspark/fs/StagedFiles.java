@@ -1,16 +1,11 @@
 package sizedspark.fs;
 
-import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.time.LocalDate;
-import java.util.ArrayDeque;
-import java.util.Deque;
 import java.util.List;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
-import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.Path;
 import org.apache.parquet.column.statistics.Statistics;
 import org.apache.parquet.format.converter.ParquetMetadataConverter;
 import org.apache.parquet.hadoop.ParquetFileReader;
@@ -39,37 +34,13 @@ public final class StagedFiles {
   private StagedFiles() {}
 
   public static String scan(Configuration conf, String dir, String keyColumn) throws IOException {
-    Path base = new Path(dir);
-    FileSystem fs = base.getFileSystem(conf);
     StringBuilder out = new StringBuilder();
-    Deque<Path> todo = new ArrayDeque<>();
-    todo.add(base);
-    while (!todo.isEmpty()) {
-      FileStatus[] listed;
-      try {
-        listed = fs.listStatus(todo.pop());
-      } catch (FileNotFoundException e) {
-        continue;
-      }
-      for (FileStatus st : listed) {
-        String name = st.getPath().getName();
-        if (hidden(name)) {
-          continue;
-        }
-        if (st.isDirectory()) {
-          todo.add(st.getPath());
-        } else if (name.endsWith(".parquet")) {
-          describe(out, conf, st, keyColumn);
-        }
+    for (FileStatus st : VisibleFiles.walk(conf, dir)) {
+      if (st.getPath().getName().endsWith(".parquet")) {
+        describe(out, conf, st, keyColumn);
       }
     }
     return out.toString();
-  }
-
-  /** Spark's rule, as python_adapter.fs.hidden. */
-  static boolean hidden(String name) {
-    return name.startsWith(".") || (name.startsWith("_") && !name.contains("="))
-        || name.endsWith("._COPYING_");
   }
 
   private static void describe(StringBuilder out, Configuration conf, FileStatus st,
@@ -81,15 +52,11 @@ public final class StagedFiles {
       rows += block.getRowCount();
     }
     String[] range = keyColumn == null ? new String[] {"", ""} : keyRange(md, keyColumn);
-    field(out, st.getPath().toString());
-    field(out, Long.toString(st.getLen()));
-    field(out, Long.toString(rows));
-    field(out, range[0]);
-    field(out, range[1]);
-  }
-
-  private static void field(StringBuilder out, String text) {
-    out.append(text.codePointCount(0, text.length())).append(':').append(text);
+    Fields.add(out, st.getPath().toString());
+    Fields.add(out, Long.toString(st.getLen()));
+    Fields.add(out, Long.toString(rows));
+    Fields.add(out, range[0]);
+    Fields.add(out, range[1]);
   }
 
   @SuppressWarnings({"rawtypes", "unchecked"})
