@@ -20,6 +20,7 @@ from python_adapter.binpack import plan_partition_write, summarize
 from python_adapter.config import ConfigError
 from python_adapter.local_table import local_table
 from python_adapter.partitions import check_partition_types, partition_path
+from python_adapter.session_conf import session_conf, shuffle_partitions
 from python_adapter.slot_write import FIRST_ROW, SLOT, TO_REWRITE, cached_size, write_slots
 from python_adapter.table_files import read_files, with_file_values
 
@@ -147,14 +148,15 @@ def _tag(spark, location, table_schema, batch, keys, pcols, candidates):
     return tagged.withColumn("__sized_same", F.col("__sized_file").isNotNull() & same)
 
 
-def _tag_the_unfound(spark, location, table_schema, tagged, stats, keys, pcols, rest, progress):
+def _tag_the_unfound(spark, location, table_schema, tagged, stats, keys, pcols, rest, progress,
+                     batch_bytes):
     """Second tagging pass: the keys no file of their own partition held, against the other
     files whose key range may hold them. Returns the (persisted) tagged rows and their stats."""
     unfound = [r for r in stats if r["__sized_file"] is None]
     lows = [r["__sized_kmin"] for r in unfound if r["__sized_kmin"] is not None]
     highs = [r["__sized_kmax"] for r in unfound if r["__sized_kmax"] is not None]
     lo, hi = (min(lows), max(highs)) if lows and len(lows) == len(unfound) else (None, None)
-    second = [f.path for f in rest if may_hold_keys(f, lo, hi)] if unfound else []
+    second = [f for f in rest if may_hold_keys(f, lo, hi)] if unfound else []
     progress(f"{sum(r['count'] for r in unfound)} keys not in their partitions' files: "
              f"looking in {len(second)} of the other {len(rest)} files")
     if not second:
@@ -162,9 +164,12 @@ def _tag_the_unfound(spark, location, table_schema, tagged, stats, keys, pcols, 
     found = tagged.where("__sized_file is not null")
     untagged = tagged.where("__sized_file is null").drop(*_tag_columns(pcols))
     retagged = found.unionByName(
-        _tag(spark, location, table_schema, untagged, keys, pcols, second)).persist()
+        _tag(spark, location, table_schema, untagged, keys, pcols, [f.path for f in second])
+    ).persist()
     try:
-        stats = _tag_stats(retagged, pcols, keys)  # also fills retagged's cache from tagged's
+        with session_conf(spark, shuffle_partitions(
+                spark, batch_bytes + sum(f.bytes for f in second))):
+            stats = _tag_stats(retagged, pcols, keys)  # also fills retagged's cache from tagged's
     except BaseException:
         retagged.unpersist()
         raise
@@ -205,9 +210,11 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
     have_files = bool(current)
 
     batch, (lo, hi), batch_parts = df, (None, None), set()
+    batch_bytes = cached_size(df)  # the plan's estimate, no job
     if keys:
         progress("checking keys of the new data")
-        batch, (lo, hi), batch_parts = validate_keys(df, keys, cfg.precombine_column, pcols)
+        with session_conf(spark, shuffle_partitions(spark, batch_bytes)):
+            batch, (lo, hi), batch_parts = validate_keys(df, keys, cfg.precombine_column, pcols)
     batch = batch.withColumn("__sized_del", delete_flag)
 
     # -- tag: which existing file holds each incoming key ------------------------------
@@ -228,10 +235,13 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
     tagged = _tag(spark, location, table_schema, batch, keys, pcols,
                   [f.path for f in first_pass]).persist()
     try:
-        stats = _tag_stats(tagged, pcols, keys)
+        # the first action on `tagged` runs the tagging join, and fills its cache
+        with session_conf(spark, shuffle_partitions(
+                spark, batch_bytes + sum(f.bytes for f in first_pass))):
+            stats = _tag_stats(tagged, pcols, keys)
         if keys and rest and cfg.index_scope == "global":
             tagged, stats = _tag_the_unfound(spark, location, table_schema, tagged, stats, keys,
-                                             pcols, rest, progress)
+                                             pcols, rest, progress, batch_bytes)
 
         # -- count what goes where ---------------------------------------------------------
         values_of = {}                 # partition path -> partition values
