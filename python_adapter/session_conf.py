@@ -19,14 +19,20 @@ def session_conf(spark, settings):
                 spark.conf.set(k, v)
 
 
-def shuffle_partitions(spark, nbytes):
-    """{spark.sql.shuffle.partitions: n} for a query over about `nbytes` (Spark's estimate):
-    one partition per advisory partition size, the size AQE coalesces to, at least 1 and at
-    most the session's own setting. AQE would coalesce a small batch's 200 partitions to one
-    anyway, but only after every map task has written all 200: a 6,000-row key check took
-    ~0.6 s that way and ~0.2 s with one."""
+def shuffle_conf(spark, nbytes):
+    """Settings for a query over about `nbytes` (Spark's estimate of its input): one shuffle
+    partition per advisory partition size, the size AQE coalesces to, at least 1 and at most
+    the session's spark.sql.shuffle.partitions. AQE would coalesce a small batch's 200
+    partitions to one anyway, but only after every map task has written all 200: a 6,000-row
+    key check took ~0.6 s that way and ~0.27 s with one. A query that fits one partition also
+    runs without AQE, as one job instead of one per stage (~0.15 s): there is nothing left for
+    AQE to coalesce, split or switch to a broadcast."""
     current = int(spark.conf.get("spark.sql.shuffle.partitions"))
     advisory = spark.conf.get("spark.sql.adaptive.advisoryPartitionSizeInBytes", "64MB")
     per = int(spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils
               .byteStringAsBytes(advisory))
-    return {"spark.sql.shuffle.partitions": max(1, min(current, -(-int(nbytes) // max(per, 1))))}
+    n = max(1, min(current, -(-int(nbytes) // max(per, 1))))
+    settings = {"spark.sql.shuffle.partitions": n}
+    if n == 1:
+        settings["spark.sql.adaptive.enabled"] = "false"
+    return settings

@@ -20,7 +20,7 @@ from python_adapter.binpack import plan_partition_write, summarize
 from python_adapter.config import ConfigError
 from python_adapter.local_table import local_table
 from python_adapter.partitions import check_partition_types, partition_path
-from python_adapter.session_conf import session_conf, shuffle_partitions
+from python_adapter.session_conf import session_conf, shuffle_conf
 from python_adapter.slot_write import FIRST_ROW, SLOT, TO_REWRITE, cached_size, write_slots
 from python_adapter.table_files import read_files, with_file_values
 
@@ -167,7 +167,7 @@ def _tag_the_unfound(spark, location, table_schema, tagged, stats, keys, pcols, 
         _tag(spark, location, table_schema, untagged, keys, pcols, [f.path for f in second])
     ).persist()
     try:
-        with session_conf(spark, shuffle_partitions(
+        with session_conf(spark, shuffle_conf(
                 spark, batch_bytes + sum(f.bytes for f in second))):
             stats = _tag_stats(retagged, pcols, keys)  # also fills retagged's cache from tagged's
     except BaseException:
@@ -213,7 +213,7 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
     batch_bytes = cached_size(df)  # the plan's estimate, no job
     if keys:
         progress("checking keys of the new data")
-        with session_conf(spark, shuffle_partitions(spark, batch_bytes)):
+        with session_conf(spark, shuffle_conf(spark, batch_bytes)):
             batch, (lo, hi), batch_parts = validate_keys(df, keys, cfg.precombine_column, pcols)
     batch = batch.withColumn("__sized_del", delete_flag)
 
@@ -236,7 +236,7 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
                   [f.path for f in first_pass]).persist()
     try:
         # the first action on `tagged` runs the tagging join, and fills its cache
-        with session_conf(spark, shuffle_partitions(
+        with session_conf(spark, shuffle_conf(
                 spark, batch_bytes + sum(f.bytes for f in first_pass))):
             stats = _tag_stats(tagged, pcols, keys)
         if keys and rest and cfg.index_scope == "global":

@@ -1,0 +1,27 @@
+"""Settings set around one query: restored afterwards; shuffle partitions sized to the input."""
+from python_adapter.session_conf import session_conf, shuffle_conf
+
+
+def test_settings_are_restored_or_unset(spark):
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    with session_conf(spark, {"spark.sql.shuffle.partitions": 1, "spark.sized.test.key": "x"}):
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "1"
+        assert spark.conf.get("spark.sized.test.key") == "x"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "4"
+    assert spark.conf.get("spark.sized.test.key", None) is None
+
+
+def test_shuffle_partitions_follow_the_input_size(spark):
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    spark.conf.set("spark.sql.adaptive.advisoryPartitionSizeInBytes", "1MB")  # Spark: MiB
+    try:
+        # fits one partition: one static plan
+        assert shuffle_conf(spark, 500_000) == {"spark.sql.shuffle.partitions": 1,
+                                                "spark.sql.adaptive.enabled": "false"}
+        assert shuffle_conf(spark, 0)["spark.sql.shuffle.partitions"] == 1
+        # one partition per MiB, AQE left as the session has it
+        assert shuffle_conf(spark, 3 * 1024 * 1024 - 1) == {"spark.sql.shuffle.partitions": 3}
+        # never more than the session's own setting (an unknown size is huge)
+        assert shuffle_conf(spark, 2 ** 63 - 1) == {"spark.sql.shuffle.partitions": 4}
+    finally:
+        spark.conf.unset("spark.sql.adaptive.advisoryPartitionSizeInBytes")
