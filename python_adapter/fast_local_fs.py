@@ -2,7 +2,7 @@
 
 pip's pyspark has no Hadoop native library, so Hadoop's local filesystem sets the permissions
 of every file, checksum file and directory it creates by forking `chmod`: a Spark write of 600
-files started ~3,600 processes and took 5.5 s, 2.0 s without them
+files started ~3,600 processes and took 5.2 s, 1.7 s without them
 (`benchmarks/local_fs_cost.py`). `java/sizedspark/fs/` subclasses it to set the same bits
 through java.nio. The jar is compiled here on first use, by the `javac` of the JDK that runs
 Spark, and cached per user.
@@ -40,21 +40,25 @@ class Unavailable(Exception):
 # ---------------------------------------------------------------------------------------
 def effective_master(confs, env):
     """The master a session started now with `confs` gets, or None when it is not knowable
-    from here (a spark-defaults.conf may set it). spark-submit's `--master` (pyspark passes
-    PYSPARK_SUBMIT_ARGS to it) wins over `--conf spark.master`, which wins over $MASTER."""
+    from here: the builder's spark.master and spark-submit's `--master` (pyspark passes
+    PYSPARK_SUBMIT_ARGS to it) disagree, or a spark-defaults.conf may set it."""
     args = shlex.split(env.get("PYSPARK_SUBMIT_ARGS", ""))
+    submitted = None
     for i, arg in enumerate(args):
         if arg == "--master" and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith("--master="):
-            return arg.split("=", 1)[1]
-    if confs.get("spark.master"):
-        return confs["spark.master"]
-    if env.get("MASTER"):
-        return env["MASTER"]
-    if _defaults_file(env):
+            submitted = args[i + 1]
+        elif arg.startswith("--master="):
+            submitted = arg.split("=", 1)[1]
+        elif arg.startswith("spark.master=") and i > 0 and args[i - 1] == "--conf":
+            submitted = arg.split("=", 1)[1]
+    conf = confs.get("spark.master")
+    if submitted and conf and submitted != conf:
         return None
-    return "local[*]"  # pyspark's default
+    if submitted or conf:
+        return submitted or conf
+    if _defaults_file(env):  # spark-submit reads it before $MASTER
+        return None
+    return env.get("MASTER") or "local[*]"  # pyspark's default
 
 
 def _defaults_file(env):
@@ -63,13 +67,23 @@ def _defaults_file(env):
     return conf_dir is not None and os.path.exists(os.path.join(conf_dir, "spark-defaults.conf"))
 
 
+# Submit arguments that set the driver's classpath after the builder's --conf (and would
+# drop the jar while fs.file.impl still names its class).
+_CLASSPATH_ARGS = ("--driver-class-path", "spark.driver.extraClassPath", "--properties-file")
+
+
 def skip_reason(confs, env):
     """Why a session started with `confs` does not get the fast filesystem, or None."""
+    if os.name != "posix":
+        return "java.nio sets POSIX permissions only"
     if FS_IMPL in confs:
         return f"{FS_IMPL} is set already"
+    submit = env.get("PYSPARK_SUBMIT_ARGS", "")
+    if any(arg in submit for arg in _CLASSPATH_ARGS):
+        return "PYSPARK_SUBMIT_ARGS sets the driver's classpath"
     master = effective_master(confs, env)
     if master is None:
-        return "spark.master is not known before the session starts (spark-defaults.conf)"
+        return "spark.master is not known before the session starts"
     if not _LOCAL.fullmatch(master.strip()):
         return f"spark.master is {master}: executors would not have the jar"
     return None
@@ -125,14 +139,15 @@ def build_jar(env=None):
     env = os.environ if env is None else env
     javac = find_javac(env)
     jars = spark_jars_dir(env)
-    hadoop = sorted(os.path.basename(p) for p in glob.glob(os.path.join(jars, "hadoop-*.jar")))
-    if not hadoop:
+    spark_jars = sorted(os.path.basename(p) for p in glob.glob(os.path.join(jars, "*.jar")))
+    if not any(name.startswith("hadoop-") for name in spark_jars):
         raise Unavailable(f"no Hadoop jars in {jars}")
     digest = hashlib.sha256()
     for path in _sources():
         with open(path, "rb") as fh:
             digest.update(path.encode() + b"\0" + fh.read())
-    digest.update("\0".join([os.path.realpath(javac), *hadoop]).encode())
+    # every jar compiled against (Hadoop, Parquet) and the compiler: a new pyspark rebuilds
+    digest.update("\0".join([os.path.realpath(javac), *spark_jars]).encode())
     out_dir = cache_dir(env)
     jar = os.path.join(out_dir, f"sized-local-fs-{digest.hexdigest()[:16]}.jar")
     if os.path.exists(jar):
@@ -142,7 +157,7 @@ def build_jar(env=None):
         classes = os.path.join(tmp, "classes")
         done = subprocess.run(
             [javac, "-nowarn", "-d", classes, "-cp", os.path.join(jars, "*"), *_sources()],
-            capture_output=True, text=True)
+            capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             raise Unavailable(f"javac failed: {done.stderr.strip()[-2000:]}")
         staged = os.path.join(tmp, "fs.jar")
@@ -173,6 +188,8 @@ def embedded_confs(confs, env=None):
         return with_jar(confs, build_jar(env)), None
     except Unavailable as e:
         return {}, str(e)
+    except (OSError, subprocess.SubprocessError) as e:  # unwritable cache, javac hung ...
+        return {}, f"the jar could not be built: {e}"
 
 
 _jar_in = {}  # id of a py4j JVM view -> whether that JVM can load HELPER_CLASS

@@ -5,6 +5,8 @@ On an embedded session writing to local disk, the jar of fast_local_fs also hold
 call. Elsewhere (a cluster, HDFS, S3) `None` is returned and the caller reads the files with
 a Spark job, which spreads the footer reads over the executors.
 """
+from py4j.protocol import Py4JJavaError
+
 from python_adapter.fast_local_fs import decode_fields, jar_loaded
 from python_adapter.fs import _local_path
 
@@ -15,7 +17,10 @@ def staged_footers(spark, staging, key_col=None):
     jvm = spark.sparkContext._jvm
     if _local_path(staging) is None or not jar_loaded(jvm):
         return None
-    text = jvm.sizedspark.fs.StagedFiles.scan(
-        spark.sparkContext._jsc.hadoopConfiguration(), staging, key_col)
+    try:
+        text = jvm.sizedspark.fs.StagedFiles.scan(
+            spark.sparkContext._jsc.hadoopConfiguration(), staging, key_col)
+    except Py4JJavaError:  # e.g. a jar built against another Parquet: the Spark job reads them
+        return None
     return [(uri, int(size), int(rows), kmin, kmax)
             for uri, size, rows, kmin, kmax in decode_fields(str(text), 5)]

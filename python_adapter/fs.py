@@ -7,6 +7,8 @@ explicit `file:` URI (timeline instants, the lock) reads the local file directly
 import re
 from dataclasses import dataclass
 
+from py4j.protocol import Py4JJavaError
+
 from python_adapter.fast_local_fs import decode_fields, jar_loaded
 
 # Hadoop's FileStatus.toString(): "<Class>{path=...; isDirectory=...; length=... (files only);
@@ -97,7 +99,12 @@ class HadoopFS:
     def list_files(self, path, skip_hidden=True):
         """All files below a directory, recursively; hidden entries skipped as Spark does."""
         if skip_hidden and _local_path(self.qualify(path)) is not None and jar_loaded(self._jvm):
-            return self._list_visible(path)
+            try:
+                return self._list_visible(path)
+            except Py4JJavaError as exc:
+                if "FileNotFoundException" in str(exc) or "IOException" in str(exc):
+                    raise
+                # the helper itself failed (a jar that does not fit this Spark): list as below
         if skip_hidden and not _GLOB_CHARS.search(path):
             found = self._list_files_by_level(path)
             if found is not None:

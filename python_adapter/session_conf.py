@@ -1,22 +1,38 @@
 """Spark session settings changed for the duration of one read or write."""
+import threading
 from contextlib import contextmanager
+
+
+_lock = threading.Lock()
+_held = {}  # (session, key) -> [blocks holding it, value before the first]
 
 
 @contextmanager
 def session_conf(spark, settings):
-    """Set {key: value} on the session; restore each key's earlier value (or unset it) on exit.
-    The session is shared, so this is for settings that change speed, not results."""
-    before = {k: spark.conf.get(k, None) for k in settings}
-    for k, v in settings.items():
-        spark.conf.set(k, str(v))
+    """Set {key: value} on the session; on exit restore each key's earlier value (or unset
+    it). The session is shared (dbt threads), so this is for settings that change speed, not
+    results; blocks that overlap in time restore the value from before the first of them,
+    once the last one ends (not one another's values)."""
+    keys = [(id(spark), k) for k in settings]
+    with _lock:
+        for (sid, k), v in zip(keys, settings.values()):
+            if (sid, k) not in _held:
+                _held[(sid, k)] = [0, spark.conf.get(k, None)]
+            _held[(sid, k)][0] += 1
+            spark.conf.set(k, str(v))
     try:
         yield
     finally:
-        for k, v in before.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+        with _lock:
+            for sid, k in keys:
+                held = _held[(sid, k)]
+                held[0] -= 1
+                if held[0] == 0:
+                    del _held[(sid, k)]
+                    if held[1] is None:
+                        spark.conf.unset(k)
+                    else:
+                        spark.conf.set(k, held[1])
 
 
 def shuffle_conf(spark, nbytes):

@@ -163,12 +163,13 @@ def _tag_the_unfound(spark, location, table_schema, tagged, stats, keys, pcols, 
         return tagged, stats
     found = tagged.where("__sized_file is not null")
     untagged = tagged.where("__sized_file is null").drop(*_tag_columns(pcols))
-    retagged = found.unionByName(
-        _tag(spark, location, table_schema, untagged, keys, pcols, [f.path for f in second])
-    ).persist()
+    tag_conf = shuffle_conf(spark, batch_bytes + sum(f.bytes for f in second))
+    with session_conf(spark, tag_conf):  # before persist(), which plans the join
+        retagged = found.unionByName(
+            _tag(spark, location, table_schema, untagged, keys, pcols, [f.path for f in second])
+        ).persist()
     try:
-        with session_conf(spark, shuffle_conf(
-                spark, batch_bytes + sum(f.bytes for f in second))):
+        with session_conf(spark, tag_conf):
             stats = _tag_stats(retagged, pcols, keys)  # also fills retagged's cache from tagged's
     except BaseException:
         retagged.unpersist()
@@ -232,13 +233,14 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
         first_pass = [f for f in first_pass if may_hold_keys(f, lo, hi)]
         progress(f"tagging incoming keys against {len(first_pass)} of {total_files} files "
                  f"(the batch's partitions; index scope {cfg.index_scope})")
-    tagged = _tag(spark, location, table_schema, batch, keys, pcols,
-                  [f.path for f in first_pass]).persist()
+    # persist() plans the join at once: the settings must be in place before it
+    tag_conf = shuffle_conf(spark, batch_bytes + sum(f.bytes for f in first_pass))
+    with session_conf(spark, tag_conf):
+        tagged = _tag(spark, location, table_schema, batch, keys, pcols,
+                      [f.path for f in first_pass]).persist()
     try:
-        # the first action on `tagged` runs the tagging join, and fills its cache
-        with session_conf(spark, shuffle_conf(
-                spark, batch_bytes + sum(f.bytes for f in first_pass))):
-            stats = _tag_stats(tagged, pcols, keys)
+        with session_conf(spark, tag_conf):
+            stats = _tag_stats(tagged, pcols, keys)  # runs the join, fills the cache
         if keys and rest and cfg.index_scope == "global":
             tagged, stats = _tag_the_unfound(spark, location, table_schema, tagged, stats, keys,
                                              pcols, rest, progress, batch_bytes)

@@ -12,11 +12,22 @@ from python_adapter.writer import file_stats
 
 
 def _spark_job_stats(spark, staging, key_col):
-    fs = HadoopFS(spark)
-    files = [f for f in fs.list_files(staging) if f.name.endswith(".parquet")]
-    rels = [f.path[len(staging):].lstrip("/") for f in files]
+    """What the Spark job finds, over the files os.walk finds (not the helper's listing)."""
+    local = staging[len("file:"):]
+    rels = sorted(os.path.relpath(os.path.join(root, n), local)
+                  for root, _dirs, names in os.walk(local) for n in names
+                  if n.endswith(".parquet") and not n.startswith((".", "_")))
     stats = file_stats(read_files(spark, staging, None, rels), key_col)
-    return {f.path: stats.get(f.path, (0, "", "")) for f in files}
+    return {f"{staging}/{rel}": stats.get(f"{staging}/{rel}", (0, "", "")) for rel in rels}
+
+
+def _row_groups(spark, uri):
+    jvm = spark._jvm
+    footer = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(
+        jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
+            jvm.org.apache.hadoop.fs.Path(uri), spark.sparkContext._jsc.hadoopConfiguration()),
+        jvm.org.apache.parquet.format.converter.ParquetMetadataConverter.NO_FILTER)
+    return footer.getBlocks().size()
 
 
 KEYS = {
@@ -55,6 +66,15 @@ def test_footers_agree_with_a_spark_job(spark, tmp_path, key_col):
             assert (kmin, kmax) == ("", "")  # unknown: pruning treats the file as holding any key
     assert sum(f[2] for f in footers) == 3000
     assert any(f[2] == 0 for f in footers)
+    assert max(_row_groups(spark, f[0]) for f in footers) > 1  # ranges span row groups
+
+
+def test_a_key_column_named_in_another_case_is_found(spark, tmp_path):
+    staging = HadoopFS(spark).qualify(str(tmp_path / "staging"))
+    spark.sql("select cast(i as bigint) as Event_ID from (select explode(sequence(5, 9)) as i)") \
+        .coalesce(1).write.parquet(staging)
+    [(_uri, _size, rows, kmin, kmax)] = staged_footers(spark, staging, "event_id")
+    assert (rows, kmin, kmax) == (5, "n:5", "n:9")
 
 
 def test_other_filesystems_are_left_to_a_spark_job(spark):

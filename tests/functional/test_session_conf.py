@@ -25,3 +25,16 @@ def test_shuffle_partitions_follow_the_input_size(spark):
         assert shuffle_conf(spark, 2 ** 63 - 1) == {"spark.sql.shuffle.partitions": 4}
     finally:
         spark.conf.unset("spark.sql.adaptive.advisoryPartitionSizeInBytes")
+
+
+def test_blocks_that_overlap_restore_the_value_from_before_the_first(spark):
+    """dbt threads share the session: A enters, B enters, A leaves, B leaves."""
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    a = session_conf(spark, {"spark.sql.shuffle.partitions": 1})
+    b = session_conf(spark, {"spark.sql.shuffle.partitions": 2})
+    a.__enter__()
+    b.__enter__()
+    a.__exit__(None, None, None)
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"  # B still runs with its own
+    b.__exit__(None, None, None)
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "4"  # not A's 1

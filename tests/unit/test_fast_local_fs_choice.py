@@ -7,21 +7,34 @@ import pytest
 from python_adapter import fast_local_fs as f
 
 
-def test_the_master_comes_from_submit_args_then_confs_then_env():
+def test_the_master_comes_from_submit_args_or_confs_then_env():
     confs = {"spark.master": "local[2]"}
     assert f.effective_master(confs, {}) == "local[2]"
     assert f.effective_master({}, {}) == "local[*]"
     assert f.effective_master({}, {"MASTER": "yarn"}) == "yarn"
     assert f.effective_master(confs, {"MASTER": "yarn"}) == "local[2]"
     submit = {"PYSPARK_SUBMIT_ARGS": "--master spark://h:7077 pyspark-shell"}
-    assert f.effective_master(confs, submit) == "spark://h:7077"
-    assert f.effective_master(confs, {"PYSPARK_SUBMIT_ARGS": "--master=yarn x"}) == "yarn"
+    assert f.effective_master({}, submit) == "spark://h:7077"
+    assert f.effective_master({}, {"PYSPARK_SUBMIT_ARGS": "--master=yarn x"}) == "yarn"
+    assert f.effective_master({}, {"PYSPARK_SUBMIT_ARGS": "--conf spark.master=yarn x"}) == "yarn"
+    # the two disagree: which one wins is not worth guessing
+    assert f.effective_master(confs, submit) is None
+    assert "not known" in f.skip_reason(confs, submit)
+
+
+def test_submit_args_that_set_the_driver_classpath_keep_it_out():
+    for args in ("--driver-class-path /x.jar pyspark-shell",
+                 "--conf spark.driver.extraClassPath=/x.jar pyspark-shell",
+                 "--properties-file /p.conf pyspark-shell"):
+        reason = f.skip_reason({"spark.master": "local[2]"}, {"PYSPARK_SUBMIT_ARGS": args})
+        assert reason is not None and "classpath" in reason
 
 
 def test_a_spark_defaults_file_makes_an_unset_master_unknown(tmp_path):
     (tmp_path / "spark-defaults.conf").write_text("spark.master spark://h:7077\n")
     env = {"SPARK_CONF_DIR": str(tmp_path)}
     assert f.effective_master({}, env) is None
+    assert f.effective_master({}, {**env, "MASTER": "local[2]"}) is None  # the file wins
     assert "not known" in f.skip_reason({}, env)
     assert f.skip_reason({"spark.master": "local[2]"}, env) is None
 
@@ -57,6 +70,13 @@ def test_a_jre_without_javac_is_named(tmp_path):
         f.find_javac({"JAVA_HOME": str(tmp_path)})
     with pytest.raises(f.Unavailable, match="javac"):  # embedded_confs returns this text
         f.build_jar({"JAVA_HOME": str(tmp_path), "PATH": os.environ["PATH"]})
+
+
+def test_an_unwritable_cache_leaves_the_session_as_it_was(tmp_path):
+    (tmp_path / "cache").write_text("a file where the cache directory would go")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    with pytest.raises(OSError):
+        f.build_jar(env)
 
 
 def test_the_jar_is_built_once_and_holds_both_classes(tmp_path):

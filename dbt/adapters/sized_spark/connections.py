@@ -34,6 +34,8 @@ class SizedSparkConnectionManager(SparkConnectionManager):
             # Before dbt-spark's builder starts the JVM: an embedded (local) session gets the
             # local filesystem that sets permissions without a chmod process per file.
             params = dict(creds.server_side_parameters or {})
+            if params.get("spark.hadoop.fs.file.impl") == FS_CLASS:
+                return super().open(connection)  # added by an earlier open
             added, why_not = embedded_confs(params)
             if added:
                 creds.server_side_parameters = {**params, **added}
