@@ -59,6 +59,7 @@ class CommitProtocol:
             try:
                 self.fs.write_bytes(self.lock_path, json.dumps(holder).encode(), overwrite=False)
                 _HELD_LOCKS.add(self.lock_path)
+                self.timeline.hold(True)
                 return
             except Exception as exc:  # the Hadoop FS raises FileAlreadyExistsException via py4j
                 if not self.fs.exists(self.lock_path):
@@ -94,6 +95,7 @@ class CommitProtocol:
         return not _pid_alive(int(pid))
 
     def release_lock(self):
+        self.timeline.hold(False)
         _HELD_LOCKS.discard(self.lock_path)
         self.fs.delete(self.lock_path, recursive=False)
 
@@ -123,6 +125,7 @@ class CommitProtocol:
         self._undo_files(instant)
         self.fs.delete(self.staging_dir(instant.instant))
         self.fs.delete(self.aside_dir(instant.instant))
+        self.timeline.forget()
         for state in ("inflight", "requested"):
             self.fs.delete(f"{self.timeline.dir}/{instant.instant}.{instant.action}.{state}",
                            recursive=False)

@@ -85,6 +85,10 @@ def write_slots(spark, old, keys, incoming, columns, pcols, weights, rewrite_slo
     rows_unknown: some rewritten file has no recorded row (an empty file has no first row
     for its batch rows to join)."""
     limit = broadcast_limit(spark)
+    # Without AQE the write is one job instead of one per stage: every join below is an
+    # explicit broadcast and every shuffle an explicit repartition, so AQE has nothing to
+    # decide, except on the all-rows path, whose join of old rows and keys it may broadcast.
+    plain = {"spark.sql.adaptive.enabled": "false"}
     if old is None:
         out, n_tasks = _route(spark, incoming.drop(TO_REWRITE), weights)
         how = f"{n_tasks} tasks"
@@ -98,8 +102,9 @@ def write_slots(spark, old, keys, incoming, columns, pcols, weights, rewrite_slo
                f"spark.sql.autoBroadcastJoinThreshold")
         out, n_tasks = _route(spark, _all_rows(old, keys, incoming, columns), weights)
         how = f"{n_tasks} tasks ({why}: every row shuffled)"
+        plain = {}
     progress(f"writing {len(weights)} files to staging in {how}")
-    with whole_files(spark, largest_file):
+    with whole_files(spark, largest_file), session_conf(spark, plain):
         out.write.partitionBy(*pcols, SLOT).mode("overwrite").parquet(staging)
 
 
@@ -117,24 +122,34 @@ def _all_rows(old, keys, incoming, columns):
     return kept.select(*columns, SLOT).unionByName(incoming.select(*columns, SLOT))
 
 
+def _q(name):
+    return "`" + name.replace("`", "``") + "`"
+
+
 def _colocated(spark, old, keys, incoming, columns, new_weights):
+    # Expressions as SQL text: one call into the JVM per select instead of several per column.
     types = {f.name.lower(): f.dataType for f in old.schema.fields}
     fresh = [f"__sized_n{i}" for i in range(len(columns))]
-    bound = incoming.where(TO_REWRITE).select(
-        F.col(SLOT).alias("__sized_at"), F.lit(True).alias("__sized_bound"),
-        *[F.col(c).cast(types[c.lower()]).alias(n) for c, n in zip(columns, fresh)])
+    bound = incoming.where(TO_REWRITE)
+    incoming_types = {f.name.lower(): f.dataType for f in bound.schema.fields}
+    if all(incoming_types[c.lower()] == types[c.lower()] for c in columns):
+        bound = bound.selectExpr(f"{_q(SLOT)} AS __sized_at", "true AS __sized_bound",
+                                 *[f"{_q(c)} AS {n}" for c, n in zip(columns, fresh)])
+    else:
+        bound = bound.select(
+            F.col(SLOT).alias("__sized_at"), F.lit(True).alias("__sized_bound"),
+            *[F.col(c).cast(types[c.lower()]).alias(n) for c, n in zip(columns, fresh)])
     # Each file's first row comes twice: as itself, and as a probe that the broadcast join
     # turns into the batch rows bound for the file (no aggregation, so no extra shuffle).
-    probes = F.when(F.col(FIRST_ROW), F.array(F.lit(None), F.col(SLOT))).otherwise(
-        F.array(F.lit(None).cast("long")))
     rows = (_kept_old_rows(old, keys)
-            .withColumn("__sized_at", F.explode(probes))
+            .selectExpr("*", f"explode(CASE WHEN {_q(FIRST_ROW)} THEN array(NULL, {_q(SLOT)}) "
+                             f"ELSE array(CAST(NULL AS BIGINT)) END) AS __sized_at")
             .join(F.broadcast(bound), "__sized_at", "left"))
-    probe = F.col("__sized_at").isNotNull()
-    rewritten = rows.where(F.when(probe, F.col("__sized_bound").isNotNull())
-                            .otherwise(F.col("__sized_hit").isNull())).select(
-        *[F.when(probe, F.col(n)).otherwise(F.col(c)).alias(c) for c, n in zip(columns, fresh)],
-        SLOT)
+    rewritten = rows.where(
+        "CASE WHEN __sized_at IS NOT NULL THEN __sized_bound IS NOT NULL "
+        "ELSE __sized_hit IS NULL END").selectExpr(
+        *[f"CASE WHEN __sized_at IS NOT NULL THEN {n} ELSE {_q(c)} END AS {_q(c)}"
+          for c, n in zip(columns, fresh)], _q(SLOT))
     if not new_weights:
         return rewritten
     routed, _ = _route(spark, incoming.where(f"not {TO_REWRITE}").drop(TO_REWRITE), new_weights)

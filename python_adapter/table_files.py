@@ -73,17 +73,19 @@ def partition_spec(rel_dir):
     return "PARTITION (" + ", ".join(f"`{c}` = {_sql_text(t)}" for c, t in pairs) + ")"
 
 
-def sync_changed_partitions(spark, fs, location, table, partitions, registered=frozenset()):
+def sync_changed_partitions(spark, fs, location, table, partitions, registered=frozenset(),
+                            filled=frozenset()):
     """Register the partitions (directories relative to the table) that now hold files and
     drop those whose directory is gone: a write touches a few partitions, and listing all of
     them (MSCK REPAIR) grows with the table. Falls back to MSCK when a partition is null.
     registered: partitions that held files before the commit, so the metastore has them;
-    those still there need nothing (most partitions an upsert touches)."""
+    those still there need nothing (most partitions an upsert touches). filled: partitions
+    that just received a file, so exist without asking the filesystem."""
     present, gone = [], []
     for part in sorted(p for p in set(partitions) if p):
         spec = partition_spec(part)
         path = f"{location.rstrip('/')}/{part}"
-        exists = fs.exists(path)
+        exists = part in filled or fs.exists(path)
         if exists and part in registered:
             continue
         if spec is None:

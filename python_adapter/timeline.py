@@ -153,12 +153,27 @@ class Timeline:
         # A write reads the timeline several times (recovery, bytes per row, file index);
         # an instant file is decoded once per (name, size, modification time).
         self._decoded = {}
+        # While this process holds the table's writer lock nobody else changes the timeline,
+        # so its listing is kept until this object writes or deletes an instant.
+        self._hold = False
+        self._listing = None
+
+    def hold(self, held):
+        """held=True once the writer lock is taken (the listing may be kept), False after."""
+        self._hold = held
+        self.forget()
+
+    def forget(self):
+        """Drop the kept listing (after instant files were changed behind this object)."""
+        self._listing = None
 
     def write(self, instant):
+        self.forget()
         self.fs.write_bytes(f"{self.dir}/{instant.file_name}", encode(instant), overwrite=True)
         return instant
 
     def delete(self, instant):
+        self.forget()
         self.fs.delete(f"{self.dir}/{instant.file_name}", recursive=False)
 
     def read(self, file_name):
@@ -168,7 +183,10 @@ class Timeline:
         """Every instant at its latest state, oldest first: [Instant]."""
         latest = {}
         order = {"requested": 0, "inflight": 1, "completed": 2}
-        for st in self.fs.list_dir(self.dir):
+        listing = self._listing if self._listing is not None else self.fs.list_dir(self.dir)
+        if self._hold:
+            self._listing = listing
+        for st in listing:
             parsed = parse_file_name(st.name)
             if parsed is None:
                 continue

@@ -288,7 +288,7 @@ def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation,
         progress(f"publishing {len(added)} files, replacing {len(removed)}")
         proto.publish(inflight)
         sync_changed_partitions(spark, fs, proto.location, table, partitions_of(added, removed),
-                                registered=registered)
+                                registered=registered, filled=partitions_of(added))
         done = proto.complete(inflight, extra={"bytes_per_row": f"{bpr or 0:.3f}"})
     except Exception:
         # An ordinary failure (not a crash): undo now rather than leave it to the next run.
