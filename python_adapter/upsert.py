@@ -8,10 +8,12 @@ Spark task (`slot_write`). Files that receive nothing are neither read nor rewri
 import datetime
 import decimal
 import os
+import threading
 from dataclasses import dataclass
 from typing import Optional, Tuple
 from urllib.parse import unquote
 
+from pyspark import inheritable_thread_target
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -73,6 +75,57 @@ def validate_keys(df, keys, precombine_column, pcols=()):
         df = (df.withColumn("__sized_rn", F.row_number().over(w))
                 .where("__sized_rn = 1").drop("__sized_rn"))
     return df, key_range, partitions
+
+
+def upsert_keys(cfg, columns):
+    """The model's columns that make the unique key ([] unless the strategy is upsert)."""
+    if cfg.incremental_strategy != "upsert":
+        return []
+    return [c for c in columns if c.lower() in {k.lower() for k in cfg.unique_key}]
+
+
+class KeyCheck:
+    """validate_keys of an upsert's new data, run in a background thread: its Spark job runs
+    while the driver lists the table and reads its timeline. result() returns what
+    validate_keys returns (without a key: the data as it is) or raises its error; wait()
+    waits for the job without raising, so the data is not unpersisted under it."""
+
+    def __init__(self, spark, df, cfg, pcols, progress):
+        if pcols:
+            try:
+                check_partition_types(df.schema, pcols)
+            except TypeError as exc:
+                raise ConfigError(str(exc)) from None
+        self.keys = upsert_keys(cfg, df.columns)
+        self.batch_bytes = cached_size(df)  # the plan's estimate, no job
+        self._done = threading.Event()
+        self._result, self._error = (df, (None, None), set()), None
+        if not self.keys:
+            self._done.set()
+            return
+        progress("checking keys of the new data")
+        settings = shuffle_conf(spark, self.batch_bytes)
+
+        def run():
+            try:
+                with session_conf(spark, settings):
+                    self._result = validate_keys(df, self.keys, cfg.precombine_column, pcols)
+            except BaseException as exc:  # handed to the caller by result()
+                self._error = exc
+            finally:
+                self._done.set()
+
+        threading.Thread(target=inheritable_thread_target(run), name="sized-key-check",
+                         daemon=True).start()
+
+    def wait(self):
+        self._done.wait()
+
+    def result(self):
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._result
 
 
 def _slot_of_rows(spark, rows, columns):
@@ -189,18 +242,12 @@ def _tag_stats(tagged, pcols, keys):
                           "__sized_file", "__sized_same", "__sized_del").agg(*aggs).collect()
 
 
-def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_per_row,
+def stage_upsert(spark, location, table_name, key_check, cfg, pcols, data_cols, bytes_per_row,
                  staging, progress, current_files, excluded=()):
     """Write the upsert/insert output files to `staging`; returns (removed rel paths, summary).
-    current_files: FileEntry of every data file of the table now, with the key ranges the
-    timeline recorded."""
-    keys = [c for c in df.columns if c.lower() in {k.lower() for k in cfg.unique_key}] \
-        if cfg.incremental_strategy == "upsert" else []
-    if pcols:
-        try:
-            check_partition_types(df.schema, pcols)
-        except TypeError as exc:
-            raise ConfigError(str(exc)) from None
+    key_check: the KeyCheck started on the new data; current_files: FileEntry of every data
+    file of the table now, with the key ranges the timeline recorded."""
+    keys = key_check.keys
     delete_flag = F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False)) \
         if cfg.delete_column else F.lit(False)
 
@@ -210,12 +257,8 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
         current.setdefault(f.partition, []).append((f.path, f.bytes))
     have_files = bool(current)
 
-    batch, (lo, hi), batch_parts = df, (None, None), set()
-    batch_bytes = cached_size(df)  # the plan's estimate, no job
-    if keys:
-        progress("checking keys of the new data")
-        with session_conf(spark, shuffle_conf(spark, batch_bytes)):
-            batch, (lo, hi), batch_parts = validate_keys(df, keys, cfg.precombine_column, pcols)
+    batch_bytes = key_check.batch_bytes
+    batch, (lo, hi), batch_parts = key_check.result()
     batch = batch.withColumn("__sized_del", delete_flag)
 
     # -- tag: which existing file holds each incoming key ------------------------------
@@ -322,7 +365,7 @@ def stage_upsert(spark, location, table_name, df, cfg, pcols, data_cols, bytes_p
                     done += s.inserts
         if insert_rows:
             imap = _slot_of_rows(spark, insert_rows, [
-                *[(f"__sized_p{i}", df.schema[c].dataType.simpleString()) for i, c in enumerate(pcols)],
+                *[(f"__sized_p{i}", batch.schema[c].dataType.simpleString()) for i, c in enumerate(pcols)],
                 ("__sized_lo", "double"), ("__sized_hi", "double"), (SLOT, "bigint"),
                 (TO_REWRITE, "boolean")])
             ins = tagged.where("not __sized_del and not __sized_same").withColumn(

@@ -25,7 +25,7 @@ from python_adapter.sizes import format_duration, format_size
 from python_adapter.slot_write import staged_file
 from python_adapter.table_files import partitions_of, read_files, sync_changed_partitions
 from python_adapter.timeline import Timeline
-from python_adapter.upsert import encode_key, stage_upsert, validate_keys
+from python_adapter.upsert import KeyCheck, encode_key, stage_upsert, validate_keys
 from python_adapter.cluster_exec import pending_plan_files, run_clustering
 
 __all__ = ["TableRef", "WriteError", "WriteResult", "write_model", "write_dataframe", "read_layout",
@@ -348,7 +348,9 @@ def _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress
     """Upsert / insert: bin-pack into the partitions' small files, rewrite updated files."""
     cache = df.storageLevel == StorageLevel.NONE  # a caller's cache is the caller's to drop
     cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cache else df
+    key_check = None
     try:
+        key_check = KeyCheck(spark, cached, cfg, pcols, progress)  # runs while we list
         bpr = cfg.bytes_per_row
         source = "config"
         if bpr is None:
@@ -364,10 +366,12 @@ def _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress
         staging = proto.staging_dir(instant.instant) + "/data"
         current = current_files(fs, proto.location, proto.timeline)
         removed_rels, summary = stage_upsert(
-            spark, proto.location, f"{table.schema}.{table.identifier}", cached, cfg, pcols,
+            spark, proto.location, f"{table.schema}.{table.identifier}", key_check, cfg, pcols,
             data_cols, bpr, staging, progress, current, excluded=pending_plan_files(proto.timeline))
         added = _staged_entries(spark, fs, staging, _key_column(cfg, df))
     finally:
+        if key_check is not None:
+            key_check.wait()  # its job reads the cached data
         if cache:
             cached.unpersist()
     by_path = {f.path: f for f in current}
