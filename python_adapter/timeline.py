@@ -13,6 +13,8 @@ from typing import Tuple
 
 import fastavro
 
+from python_adapter.fs import FileStatus
+
 SCHEMA_VERSION = 1
 STATES = ("requested", "inflight", "completed")
 ACTIONS = ("commit", "replacecommit", "rollback")
@@ -157,6 +159,7 @@ class Timeline:
         # so its listing is kept until this object writes or deletes an instant.
         self._hold = False
         self._listing = None
+        self._own = {}  # file name -> Instant this object wrote while the listing was kept
 
     def hold(self, held):
         """held=True once the writer lock is taken (the listing may be kept), False after."""
@@ -166,10 +169,16 @@ class Timeline:
     def forget(self):
         """Drop the kept listing (after instant files were changed behind this object)."""
         self._listing = None
+        self._own = {}
 
     def write(self, instant):
-        self.forget()
-        self.fs.write_bytes(f"{self.dir}/{instant.file_name}", encode(instant), overwrite=True)
+        name, data = instant.file_name, encode(instant)
+        self.fs.write_bytes(f"{self.dir}/{name}", data, overwrite=True)
+        if self._listing is not None:  # the kept listing gains the file, as read back
+            self._listing = [st for st in self._listing if st.name != name] + [
+                FileStatus(path=f"{self.dir}/{name}", name=name, is_dir=False, size=-1,
+                           modified_ms=-1)]
+            self._own[name] = decode(data, name)
         return instant
 
     def delete(self, instant):
@@ -197,6 +206,8 @@ class Timeline:
         return [self._read_cached(st) for ident, (st, _) in sorted(latest.items())]
 
     def _read_cached(self, st):
+        if st.name in self._own:
+            return self._own[st.name]
         key = (st.name, st.size, st.modified_ms)
         if key not in self._decoded:
             self._decoded[key] = self.read(st.name)

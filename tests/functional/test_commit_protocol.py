@@ -163,3 +163,33 @@ def test_crash_during_rollback_keeps_the_last_completed_state(spark, schema, eve
     assert rows_of(spark, schema, "rbcrash") == after_batch
     rollback_last_commit(spark, table, **QUIET)
     assert rows_of(spark, schema, "rbcrash") == rows_of_df(base)
+
+
+def test_the_timeline_listing_kept_under_the_lock_follows_every_change(spark, schema, events):
+    """Under the writer lock the timeline's listing is kept between reads; each instant the
+    protocol writes or rolls back must still show at once, and once the lock is released
+    changes made by another writer must show too."""
+    table = TableRef(schema, "kept")
+    write_dataframe(spark, events(days=2), table, CFG, **QUIET)
+    fs, location = _location(spark, schema, "kept")
+    proto = commit.CommitProtocol(fs, location, log=lambda m: None)
+
+    def states():
+        return [(i.action, i.state) for i in proto.timeline.instants()]
+
+    proto.acquire_lock("test")
+    try:
+        assert states() == [("commit", "completed")]
+        requested = proto.request("insert_overwrite", ["day"])
+        assert states() == [("commit", "completed"), ("commit", "requested")]
+        proto.mark_inflight(requested, [], [])
+        assert states() == [("commit", "completed"), ("commit", "inflight")]
+        proto.abort(requested)
+        assert states() == [("commit", "completed")]
+    finally:
+        proto.release_lock()
+    other = commit.CommitProtocol(fs, location, log=lambda m: None)
+    other.acquire_lock("test")
+    other.request("insert_overwrite", ["day"])
+    other.release_lock()
+    assert states() == [("commit", "completed"), ("commit", "requested")]
