@@ -19,7 +19,6 @@ from python_adapter.sizes import format_size
 
 SLOT = "__sized_slot"
 FIRST_ROW = "__sized_first"   # true on row 0 of each file read for a rewrite
-TO_REWRITE = "__sized_rw"     # true on batch rows bound for a rewritten file
 _SLOT_DIR = SLOT + "="
 
 
@@ -73,13 +72,14 @@ def cached_size(df):
     return size if isinstance(size, int) else int(str(size.toString()))  # py4j: int or BigInt
 
 
-def write_slots(spark, old, keys, incoming, columns, pcols, weights, rewrite_slots,
+def write_slots(spark, old, keys, bound, fresh, columns, pcols, weights, rewrite_slots,
                 batch_bytes, rows_unknown, largest_file, staging, progress):
     """Write every slot to `staging`.
 
     old: rows of the rewritten files (columns, SLOT, FIRST_ROW), or None;
     keys: DataFrame of the batch's keys (their old rows are dropped), or None;
-    incoming: batch rows to write (columns, SLOT, TO_REWRITE);
+    bound: batch rows bound for rewritten files (columns, SLOT), or None;
+    fresh: batch rows bound for new files (columns, SLOT), or None;
     weights: {slot: (partition, estimated bytes)}; rewrite_slots: the slots that rewrite a
     file; batch_bytes: in-memory size of the batch, an upper bound of what is broadcast;
     rows_unknown: some rewritten file has no recorded row (an empty file has no first row
@@ -90,17 +90,17 @@ def write_slots(spark, old, keys, incoming, columns, pcols, weights, rewrite_slo
     # decide, except on the all-rows path, whose join of old rows and keys it may broadcast.
     plain = {"spark.sql.adaptive.enabled": "false"}
     if old is None:
-        out, n_tasks = _route(spark, incoming.drop(TO_REWRITE), weights)
+        out, n_tasks = _route(spark, fresh, weights)
         how = f"{n_tasks} tasks"
     elif 0 <= batch_bytes <= limit and not rows_unknown:
         new_weights = {s: w for s, w in weights.items() if s not in rewrite_slots}
-        out = _colocated(spark, old, keys, incoming, columns, new_weights)
+        out = _colocated(spark, old, keys, bound, fresh, columns, new_weights)
         how = "the tasks that read the rewritten files (only the batch's rows shuffled)"
     else:
         why = ("a rewritten file has no recorded rows" if rows_unknown else
                f"the batch ({format_size(batch_bytes)} in memory) is over "
                f"spark.sql.autoBroadcastJoinThreshold")
-        out, n_tasks = _route(spark, _all_rows(old, keys, incoming, columns), weights)
+        out, n_tasks = _route(spark, _all_rows(old, keys, [bound, fresh], columns), weights)
         how = f"{n_tasks} tasks ({why}: every row shuffled)"
         plain = {}
     progress(f"writing {len(weights)} files to staging in {how}")
@@ -117,40 +117,45 @@ def _kept_old_rows(old, keys, broadcast=True):
     return old.join(F.broadcast(hits) if broadcast else hits, keys.columns, "left")
 
 
-def _all_rows(old, keys, incoming, columns):
-    kept = _kept_old_rows(old, keys, broadcast=False).where("__sized_hit is null")
-    return kept.select(*columns, SLOT).unionByName(incoming.select(*columns, SLOT))
+def _all_rows(old, keys, batch_rows, columns):
+    out = _kept_old_rows(old, keys, broadcast=False).where("__sized_hit is null").select(*columns, SLOT)
+    for rows in batch_rows:
+        if rows is not None:
+            out = out.unionByName(rows.select(*columns, SLOT))
+    return out
 
 
 def _q(name):
     return "`" + name.replace("`", "``") + "`"
 
 
-def _colocated(spark, old, keys, incoming, columns, new_weights):
+def _colocated(spark, old, keys, bound, fresh, columns, new_weights):
     # Expressions as SQL text: one call into the JVM per select instead of several per column.
-    types = {f.name.lower(): f.dataType for f in old.schema.fields}
-    fresh = [f"__sized_n{i}" for i in range(len(columns))]
-    bound = incoming.where(TO_REWRITE)
-    incoming_types = {f.name.lower(): f.dataType for f in bound.schema.fields}
-    if all(incoming_types[c.lower()] == types[c.lower()] for c in columns):
-        bound = bound.selectExpr(f"{_q(SLOT)} AS __sized_at", "true AS __sized_bound",
-                                 *[f"{_q(c)} AS {n}" for c, n in zip(columns, fresh)])
+    kept = _kept_old_rows(old, keys)
+    if bound is None:  # no batch row goes to a rewritten file: its kept old rows are all
+        rewritten = kept.where("__sized_hit IS NULL").select(*columns, SLOT)
     else:
-        bound = bound.select(
-            F.col(SLOT).alias("__sized_at"), F.lit(True).alias("__sized_bound"),
-            *[F.col(c).cast(types[c.lower()]).alias(n) for c, n in zip(columns, fresh)])
-    # Each file's first row comes twice: as itself, and as a probe that the broadcast join
-    # turns into the batch rows bound for the file (no aggregation, so no extra shuffle).
-    rows = (_kept_old_rows(old, keys)
-            .selectExpr("*", f"explode(CASE WHEN {_q(FIRST_ROW)} THEN array(NULL, {_q(SLOT)}) "
-                             f"ELSE array(CAST(NULL AS BIGINT)) END) AS __sized_at")
-            .join(F.broadcast(bound), "__sized_at", "left"))
-    rewritten = rows.where(
-        "CASE WHEN __sized_at IS NOT NULL THEN __sized_bound IS NOT NULL "
-        "ELSE __sized_hit IS NULL END").selectExpr(
-        *[f"CASE WHEN __sized_at IS NOT NULL THEN {n} ELSE {_q(c)} END AS {_q(c)}"
-          for c, n in zip(columns, fresh)], _q(SLOT))
-    if not new_weights:
+        types = {f.name.lower(): f.dataType for f in old.schema.fields}
+        fresh_names = [f"__sized_n{i}" for i in range(len(columns))]
+        bound_types = {f.name.lower(): f.dataType for f in bound.schema.fields}
+        if all(bound_types[c.lower()] == types[c.lower()] for c in columns):
+            bound = bound.selectExpr(f"{_q(SLOT)} AS __sized_at", "true AS __sized_bound",
+                                     *[f"{_q(c)} AS {n}" for c, n in zip(columns, fresh_names)])
+        else:
+            bound = bound.select(
+                F.col(SLOT).alias("__sized_at"), F.lit(True).alias("__sized_bound"),
+                *[F.col(c).cast(types[c.lower()]).alias(n) for c, n in zip(columns, fresh_names)])
+        # Each file's first row comes twice: as itself, and as a probe that the broadcast
+        # join turns into the batch rows bound for the file (no aggregation, so no shuffle).
+        rows = (kept.selectExpr("*", f"explode(CASE WHEN {_q(FIRST_ROW)} THEN array(NULL, "
+                                     f"{_q(SLOT)}) ELSE array(CAST(NULL AS BIGINT)) END) AS __sized_at")
+                .join(F.broadcast(bound), "__sized_at", "left"))
+        rewritten = rows.where(
+            "CASE WHEN __sized_at IS NOT NULL THEN __sized_bound IS NOT NULL "
+            "ELSE __sized_hit IS NULL END").selectExpr(
+            *[f"CASE WHEN __sized_at IS NOT NULL THEN {n} ELSE {_q(c)} END AS {_q(c)}"
+              for c, n in zip(columns, fresh_names)], _q(SLOT))
+    if fresh is None or not new_weights:
         return rewritten
-    routed, _ = _route(spark, incoming.where(f"not {TO_REWRITE}").drop(TO_REWRITE), new_weights)
+    routed, _ = _route(spark, fresh, new_weights)
     return rewritten.unionByName(routed.select(*columns, SLOT))

@@ -23,7 +23,7 @@ from python_adapter.config import ConfigError
 from python_adapter.local_table import local_table
 from python_adapter.partitions import check_partition_types, partition_path
 from python_adapter.session_conf import session_conf, shuffle_conf
-from python_adapter.slot_write import FIRST_ROW, SLOT, TO_REWRITE, cached_size, write_slots
+from python_adapter.slot_write import FIRST_ROW, SLOT, cached_size, write_slots
 from python_adapter.table_files import read_files, with_file_values
 
 SEED = 4242
@@ -126,6 +126,14 @@ class KeyCheck:
         if self._error is not None:
             raise self._error
         return self._result
+
+
+def _union(frames):
+    """The union of some DataFrames of the same columns, None for none."""
+    out = None
+    for df in frames:
+        out = df if out is None else out.unionByName(df)
+    return out
 
 
 def _slot_of_rows(spark, rows, columns):
@@ -338,7 +346,7 @@ def stage_upsert(spark, location, table_name, key_check, cfg, pcols, data_cols, 
         columns = [*data_cols, *pcols]
         rewrites = [s for s in slots if s.file]
         old = keys_df = None
-        incoming = []
+        bound, fresh = [], []  # batch rows bound for rewritten files / for new files
         if rewrites:
             # Old rows of the rewritten files only: the file list prunes every other file
             # before it is opened.
@@ -352,36 +360,38 @@ def stage_upsert(spark, location, table_name, key_check, cfg, pcols, data_cols, 
             if updated:
                 upd_map = _slot_of_rows(spark, updated, [("__sized_file", "string"), (SLOT, "bigint")])
                 updates = tagged.where("__sized_same and not __sized_del").join(upd_map, "__sized_file")
-                incoming.append(updates.select(*columns, SLOT, F.lit(True).alias(TO_REWRITE)))
+                bound.append(updates.select(*columns, SLOT))
 
-        insert_rows = []
+        # Inserts: per partition, each slot takes a range of a hash of the key; one table of
+        # ranges for the slots that rewrite a file and one for new files, each joined once.
+        ranges = {True: [], False: []}
         for part in plans:
             total = inserts_by_part.get(part, 0)
             done = 0
             for s in slots:
                 if s.partition == part and s.inserts:
-                    insert_rows.append(s.values + (done / total, (done + s.inserts) / total,
-                                                   s.slot, s.file is not None))
+                    ranges[s.file is not None].append(
+                        s.values + (done / total, (done + s.inserts) / total, s.slot))
                     done += s.inserts
-        if insert_rows:
-            imap = _slot_of_rows(spark, insert_rows, [
-                *[(f"__sized_p{i}", batch.schema[c].dataType.simpleString()) for i, c in enumerate(pcols)],
-                ("__sized_lo", "double"), ("__sized_hi", "double"), (SLOT, "bigint"),
-                (TO_REWRITE, "boolean")])
+        if ranges[True] or ranges[False]:
             ins = tagged.where("not __sized_del and not __sized_same").withColumn(
                 "__sized_u", _unit_hash(keys or columns))
-            cond = (ins["__sized_u"] >= imap["__sized_lo"]) & (ins["__sized_u"] < imap["__sized_hi"])
-            for i, col in enumerate(pcols):
-                cond = cond & ins[col].eqNullSafe(imap[f"__sized_p{i}"])
-            incoming.append(ins.join(imap, cond).select(*columns, SLOT, TO_REWRITE))
+            range_columns = [
+                *[(f"__sized_p{i}", batch.schema[c].dataType.simpleString()) for i, c in enumerate(pcols)],
+                ("__sized_lo", "double"), ("__sized_hi", "double"), (SLOT, "bigint")]
+            for to_rewrite, rows in ranges.items():
+                if not rows:
+                    continue
+                imap = _slot_of_rows(spark, rows, range_columns)
+                cond = (ins["__sized_u"] >= imap["__sized_lo"]) & (ins["__sized_u"] < imap["__sized_hi"])
+                for i, col in enumerate(pcols):
+                    cond = cond & ins[col].eqNullSafe(imap[f"__sized_p{i}"])
+                (bound if to_rewrite else fresh).append(ins.join(imap, cond).select(*columns, SLOT))
 
-        rows = incoming[0]
-        for more in incoming[1:]:
-            rows = rows.unionByName(more)
         entry = {f.path: f for f in current_files}
         weights = {s.slot: (s.partition, (entry[s.file].bytes if s.file else 0)
                             + (s.inserts + s.updates) * bytes_per_row) for s in slots}
-        write_slots(spark, old, keys_df, rows, columns, pcols, weights,
+        write_slots(spark, old, keys_df, _union(bound), _union(fresh), columns, pcols, weights,
                     rewrite_slots={s.slot for s in rewrites}, batch_bytes=cached_size(tagged),
                     rows_unknown=any(entry[s.file].rows <= 0 for s in rewrites),
                     largest_file=max((entry[s.file].bytes for s in rewrites), default=0),
