@@ -1,8 +1,10 @@
 """Small driver-side tables (file -> slot maps, routing keys) as Spark inline tables.
 
-An inline `VALUES` table is a LocalRelation: broadcasting it needs no Spark job, where a
-DataFrame made with createDataFrame is an RDD that takes a job (and its scheduling) to
-collect before every broadcast.
+An inline `VALUES` table is a LocalRelation: it is parsed in the driver, where a DataFrame
+made with createDataFrame is a Python RDD. Broadcasting one is not free, though: in Spark
+4.3's event log each such table an upsert batch broadcasts ran a short job of its own
+(2 tasks, the session's parallelism), started together with the others when the plan is
+prepared.
 """
 import datetime
 import decimal
