@@ -156,7 +156,8 @@ class Timeline:
         # an instant file is decoded once per (name, size, modification time).
         self._decoded = {}
         # While this process holds the table's writer lock nobody else changes the timeline,
-        # so its listing is kept until this object writes or deletes an instant.
+        # so its listing is kept: the instants this object writes join it, and a deletion
+        # (a rollback) drops it.
         self._hold = False
         self._listing = None
         self._own = {}  # file name -> Instant this object wrote while the listing was kept
