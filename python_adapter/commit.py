@@ -125,10 +125,7 @@ class CommitProtocol:
         self._undo_files(instant)
         self.fs.delete(self.staging_dir(instant.instant))
         self.fs.delete(self.aside_dir(instant.instant))
-        self.timeline.forget()
-        for state in ("inflight", "requested"):
-            self.fs.delete(f"{self.timeline.dir}/{instant.instant}.{instant.action}.{state}",
-                           recursive=False)
+        self.timeline.delete_unfinished(instant)
 
     def _undo_files(self, instant):
         for entry in instant.added:

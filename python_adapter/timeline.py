@@ -182,9 +182,13 @@ class Timeline:
             self._own[name] = decode(data, name)
         return instant
 
-    def delete(self, instant):
+    def delete_unfinished(self, instant):
+        """Delete the inflight, then the requested file of an instant (rollback: the
+        requested file goes last, so an interrupted rollback is found and repeated)."""
         self.forget()
-        self.fs.delete(f"{self.dir}/{instant.file_name}", recursive=False)
+        for state in ("inflight", "requested"):
+            self.fs.delete(f"{self.dir}/{instant.instant}.{instant.action}.{state}",
+                           recursive=False)
 
     def read(self, file_name):
         return decode(self.fs.read_bytes(f"{self.dir}/{file_name}"), file_name)
