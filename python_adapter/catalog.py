@@ -69,29 +69,101 @@ def parse_describe(rows):
 
 
 def table_location(spark, table):
-    """Where a new table's files go: location_root/identifier, or the database location."""
+    """Where the table's files go: location_root/identifier, or where Spark puts a managed
+    table (the database location and the lower-cased name)."""
     if table.location_root:
         return f"{table.location_root.rstrip('/')}/{table.identifier}"
     db = spark.catalog.getDatabase(table.schema)
-    return f"{db.locationUri.rstrip('/')}/{table.identifier}"
+    return f"{db.locationUri.rstrip('/')}/{table.identifier.lower()}"
 
 
-def create_table(spark, table, schema, partition_by):
-    """An empty Parquet table with data columns first and partition columns last."""
+# Table property naming the instant that created the table's definition: recovery of an
+# unfinished instant that (re)defined the table drops exactly that definition.
+CREATED_BY = "dbt_sized_spark.created_by"
+
+
+def sql_string(text):
+    """A SQL string literal of any text."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def create_table(spark, table, schema, partition_by, location, created_by, managed):
+    """An empty Parquet table with data columns first and partition columns last, at
+    `location` (which may already hold the table's files), marked as created by the
+    instant `created_by`; managed (DROP deletes its files) or external, as asked. Spark
+    refuses to create a managed table over a directory that holds files, so the table is
+    created external and then made managed."""
     pset = {c.lower() for c in partition_by}
     ordered = [f for f in schema.fields if f.name.lower() not in pset] + \
               [schema[c] for c in partition_by]
-    cols = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in ordered)
+    cols = ", ".join(f"`{f.name.replace('`', '``')}` {f.dataType.simpleString()}" for f in ordered)
     ddl = f"CREATE TABLE {table.quoted} ({cols}) USING parquet"
     if partition_by:
         ddl += " PARTITIONED BY (" + ", ".join(f"`{c}`" for c in partition_by) + ")"
-    if table.location_root:
-        ddl += f" LOCATION '{table_location(spark, table)}'"
+    ddl += f" LOCATION {sql_string(location)}"
+    ddl += f" TBLPROPERTIES ({sql_string(CREATED_BY)} = {sql_string(created_by)})"
     spark.sql(ddl)
+    if managed:
+        set_table_type(spark, table, external=False)
 
 
 def drop_table(spark, table):
     spark.sql(f"DROP TABLE IF EXISTS {table.quoted}")
+
+
+def drop_definition(spark, table):
+    """Drop the table from the metastore, never its files (a managed table is made external
+    first, since Hive deletes a managed table's directory on DROP)."""
+    if describe_table(spark, table) is None:
+        return
+    set_table_type(spark, table, external=True)
+    drop_table(spark, table)
+
+
+def set_table_type(spark, table, external):
+    """Make a table EXTERNAL or MANAGED in the metastore, files untouched. Spark's SQL has no
+    statement for it ('EXTERNAL' is a reserved property), so the catalog's own table record
+    is copied with the other type (CatalogTable.copy, its arguments found by reflection:
+    their number differs between Spark versions) and altered in the external catalog."""
+    jvm = spark._jvm
+    catalog = spark._jsparkSession.sharedState().externalCatalog()
+    current = catalog.getTable(table.schema, table.identifier)
+    kinds = jvm.org.apache.spark.sql.catalyst.catalog.CatalogTableType
+    wanted = kinds.EXTERNAL() if external else kinds.MANAGED()
+    if current.tableType().name() == wanted.name():
+        return
+    copy = next(m for m in current.getClass().getMethods() if m.getName() == "copy")
+    args = [getattr(current, f"copy$default${i}")() for i in range(1, len(copy.getParameterTypes()) + 1)]
+    args[1] = wanted  # CatalogTable(identifier, tableType, storage, schema, ...)
+    catalog.alterTable(current.copy(*args))
+    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+
+
+def table_property(spark, table, key):
+    """A table property's value, None when unset."""
+    props = spark._jsparkSession.sharedState().externalCatalog() \
+        .getTable(table.schema, table.identifier).properties()
+    value = props.get(key)
+    return None if value.isEmpty() else str(value.get())
+
+
+def show_create(spark, table):
+    """The statement that creates the table as it is now (Spark's SHOW CREATE TABLE; a Hive
+    serde table needs AS SERDE), to restore it if a change of its definition is rolled back."""
+    try:
+        return spark.sql(f"SHOW CREATE TABLE {table.quoted}").first()[0]
+    except Exception:  # AnalysisException: a Hive serde table
+        return spark.sql(f"SHOW CREATE TABLE {table.quoted} AS SERDE").first()[0]
+
+
+def replay_create(spark, table, ddl, location, managed):
+    """Create a table again from show_create's statement, at `location` (a managed table's
+    statement names none, and its directory still holds its files)."""
+    if not re.search(r"(?im)^\s*LOCATION\s", ddl):
+        ddl = f"{ddl.rstrip()}\nLOCATION {sql_string(location)}"
+    spark.sql(ddl)
+    if managed:
+        set_table_type(spark, table, external=False)
 
 
 def sync_partitions(spark, table, partitioned):

@@ -74,7 +74,8 @@ def run_clustering(spark, table, cluster_by=None, strategy="linear", schedule_on
                 option_overrides.setdefault("write_small_file_limit",
                                             int(last.extra.get("small_file_limit", 0)) or None)
             options = cluster_options(cluster_by, strategy, **option_overrides)
-            current = current_files(fs, proto.location, proto.timeline)
+            current = current_files(fs, proto.location, proto.timeline,
+                                    check=f"{table.schema}.{table.identifier}")
             by_part = {}
             for f in current:
                 by_part.setdefault(f.partition, []).append((f.path, f.bytes))
@@ -115,7 +116,8 @@ def _schedule(proto, pcols, options, groups, current):
 def _execute(spark, fs, proto, table, info, plan, result, log):
     from python_adapter.writer import _staged_entries
 
-    current = {f.path: f for f in current_files(fs, proto.location, proto.timeline)}
+    current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
+                                                check=f"{table.schema}.{table.identifier}")}
     groups, dropped = {}, set()
     for f in plan.removed:
         now = current.get(f.path)

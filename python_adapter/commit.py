@@ -6,39 +6,24 @@ rolls every unfinished instant back (moving published files out and set-aside fi
 which is safe to repeat if recovery itself is interrupted. The set-aside files of the last
 completed commit are kept so `sized_rollback` can restore the state before it.
 """
-import json
 import os
-import socket
 import time
 from dataclasses import replace
 
 from python_adapter.faults import fault_point
-from python_adapter.timeline import FileEntry, Instant, Timeline, new_instant_id
-
-_HELD_LOCKS = set()  # lock paths this process holds right now
-
-
-class LockError(RuntimeError):
-    """Another writer holds the table's lock."""
-
-
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+from python_adapter.lock import LockError, WriterLock  # noqa: F401  (LockError: its old home)
+from python_adapter.timeline import (FileEntry, Instant, Timeline, legacy_meta_dir_of,
+                                     new_instant_id)
 
 
 class CommitProtocol:
-    def __init__(self, fs, table_location, log=print):
+    def __init__(self, fs, table_location, log=print, meta_dir=None):
         self.fs = fs
         self.location = table_location.rstrip("/")
-        self.timeline = Timeline(fs, self.location)
+        self.timeline = Timeline(fs, self.location, meta_dir=meta_dir)
         self.meta = self.timeline.meta_dir
         self.lock_path = f"{self.meta}/lock"
+        self.lock = WriterLock(fs, self.lock_path, log=log)
         self.log = log
 
     # -- paths ---------------------------------------------------------------------------
@@ -53,51 +38,13 @@ class CommitProtocol:
 
     # -- lock ----------------------------------------------------------------------------
     def acquire_lock(self, operation):
-        holder = {"host": socket.gethostname(), "pid": os.getpid(), "operation": operation,
-                  "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        for _attempt in range(2):
-            try:
-                self.fs.write_bytes(self.lock_path, json.dumps(holder).encode(), overwrite=False)
-                _HELD_LOCKS.add(self.lock_path)
-                self.timeline.hold(True)
-                return
-            except Exception as exc:  # the Hadoop FS raises FileAlreadyExistsException via py4j
-                if not self.fs.exists(self.lock_path):
-                    raise
-                current = self._read_lock()
-                if not self._lock_is_stale(current):
-                    raise LockError(
-                        f"table {self.location} is being written by another writer "
-                        f"(host {current.get('host')}, pid {current.get('pid')}, "
-                        f"{current.get('operation')} since {current.get('since')}); "
-                        f"try again when it has finished") from exc
-                self.log(f"recovering stale writer lock of pid {current.get('pid')} "
-                         f"on {current.get('host')}")
-                self.fs.delete(self.lock_path, recursive=False)
-        raise LockError(f"could not take the writer lock of {self.location}")
-
-    def _read_lock(self):
-        try:
-            return json.loads(self.fs.read_bytes(self.lock_path).decode() or "{}")
-        except (ValueError, OSError):
-            return {}
-
-    def _lock_is_stale(self, holder):
-        """Stale when its holder is gone: a dead pid on this host, or this process without
-        a live hold (a crash inside this process). Locks from other hosts are never guessed."""
-        if not holder:
-            return True
-        if holder.get("host") != socket.gethostname():
-            return False
-        pid = holder.get("pid")
-        if pid == os.getpid():
-            return self.lock_path not in _HELD_LOCKS
-        return not _pid_alive(int(pid))
+        migrate_legacy_meta(self.fs, self.location, self.log)
+        self.lock.acquire(operation)
+        self.timeline.hold(True)
 
     def release_lock(self):
         self.timeline.hold(False)
-        _HELD_LOCKS.discard(self.lock_path)
-        self.fs.delete(self.lock_path, recursive=False)
+        self.lock.release()
 
     # -- recovery ------------------------------------------------------------------------
     def recover(self):
@@ -129,12 +76,16 @@ class CommitProtocol:
 
     def _undo_files(self, instant):
         for entry in instant.added:
+            if not entry.moved_path:
+                continue  # recorded in place (a repair): nothing was moved
             # Move back rather than delete: a rollback's adds are restored old files whose
             # only copy is the published one.
             final = self.final_path(entry.path)
             if self.fs.exists(final) and not self.fs.exists(entry.moved_path):
                 self.fs.rename(final, entry.moved_path)
         for entry in instant.removed:
+            if not entry.moved_path:
+                continue
             final = self.final_path(entry.path)
             if self.fs.exists(entry.moved_path) and not self.fs.exists(final):
                 self.fs.rename(entry.moved_path, final)
@@ -156,10 +107,13 @@ class CommitProtocol:
             ident = new_instant_id()
         return ident
 
-    def mark_inflight(self, instant, added, removed):
-        """added: FileEntry with moved_path = staged path; removed: FileEntry of table files."""
+    def mark_inflight(self, instant, added, removed, in_place=frozenset()):
+        """added: FileEntry with moved_path = staged path ('' for a file recorded where it
+        is); removed: FileEntry of table files, set aside on publish except those in
+        `in_place` (rel paths of files that are gone, or stay where they are)."""
         aside = self.aside_dir(instant.instant)
-        removed = tuple(replace(f, moved_path=f"{aside}/{f.path}") for f in removed)
+        removed = tuple(replace(f, moved_path="" if f.path in in_place else f"{aside}/{f.path}")
+                        for f in removed)
         inflight = instant.with_state(
             "inflight", added=tuple(added), removed=removed,
             rows_written=sum(max(f.rows, 0) for f in added),
@@ -169,8 +123,10 @@ class CommitProtocol:
         return inflight
 
     def publish(self, inflight):
-        moves = [(self.final_path(e.path), e.moved_path) for e in inflight.removed] + \
-                [(e.moved_path, self.final_path(e.path)) for e in inflight.added]
+        moves = [(self.final_path(e.path), e.moved_path) for e in inflight.removed
+                 if e.moved_path] + \
+                [(e.moved_path, self.final_path(e.path)) for e in inflight.added if e.moved_path]
+        self.fs.drop_checksums(e.moved_path for e in inflight.added if e.moved_path)
         self.fs.rename_many(moves, after_each=lambda: fault_point("publish"))
         self._drop_empty_partition_dirs(inflight.removed, inflight.added)
         fault_point("published")
@@ -212,3 +168,24 @@ def file_entry(partition, rel_path, rows, size, staged_path="", file_group="", k
     return FileEntry(partition=partition, path=rel_path, rows=rows, bytes=size,
                      file_group=file_group or os.path.basename(rel_path), moved_path=staged_path,
                      key_min=key_min, key_max=key_max)
+
+
+def migrate_legacy_meta(fs, location, log=print):
+    """Move the metadata of a table written by an earlier version (`<table>/.sized`) beside
+    the table (`meta_dir_of`), under the old lock and after rolling back any unfinished
+    instant of the old writer. Instants keep their recorded paths: those of finished
+    instants are not used again, and unfinished ones are rolled back before the move."""
+    legacy = legacy_meta_dir_of(location)
+    if not fs.exists(legacy):
+        return
+    old = CommitProtocol(fs, location, log=log, meta_dir=legacy)
+    new = Timeline(fs, location).meta_dir
+    if fs.exists(f"{new}/timeline"):
+        log(f"table {location} has metadata in both {legacy} (an earlier version) and {new}; "
+            f"using {new}")
+        return
+    old.lock.acquire("migrate metadata")
+    old.recover()
+    log(f"moving the table's metadata from {legacy} to {new}")
+    fs.rename(legacy, new)  # the lock file moves along: we still hold it, at its new place
+    WriterLock(fs, f"{new}/lock", log=log).release()

@@ -20,7 +20,8 @@ TASK_BYTES = 128 * 1000 * 1000
 
 def distribute(spark, df, partition_by, distribution, total_files, plans=None,
                bytes_per_row=None):
-    """plans: {partition key tuple: PartitionPlan}; needed by exact, optional otherwise."""
+    """plans: {partition value texts (cast as string): PartitionPlan}; needed by exact,
+    optional otherwise."""
     if distribution == "none" or total_files <= 0:
         return df
     if distribution == "range":
@@ -82,9 +83,9 @@ def _exact(spark, df, partition_by, plans, bytes_per_row=None):
         T.StructType([T.StructField("__sized_fid", T.LongType()),
                       T.StructField("__sized_route", T.LongType())]))
     if partition_by:
-        fields = [df.schema[c] for c in partition_by]
+        # plans are keyed by the texts of the partition values (writer._count_by_partition)
         plan_schema = T.StructType(
-            [T.StructField(f"__sized_p{i}", f.dataType, True) for i, f in enumerate(fields)]
+            [T.StructField(f"__sized_p{i}", T.StringType(), True) for i in range(len(partition_by))]
             + [T.StructField("__sized_first", T.LongType()),
                T.StructField("__sized_count", T.LongType()),
                T.StructField("__sized_span", T.DoubleType())])
@@ -93,7 +94,7 @@ def _exact(spark, df, partition_by, plans, bytes_per_row=None):
         plan_df = spark.createDataFrame(plan_rows, plan_schema)
         cond = None
         for i, c in enumerate(partition_by):
-            part = df[c].eqNullSafe(plan_df[f"__sized_p{i}"])
+            part = df[c].cast("string").eqNullSafe(plan_df[f"__sized_p{i}"])
             cond = part if cond is None else cond & part
         with_plan = df.join(F.broadcast(plan_df), cond, "left")
         with_plan = with_plan.drop(*[f"__sized_p{i}" for i in range(len(partition_by))])

@@ -4,6 +4,7 @@ Everything the engine does to files goes through here, so a warehouse on HDFS, S
 `file://` URI works the same as a local directory. The one shortcut: `read_bytes` of an
 explicit `file:` URI (timeline instants, the lock) reads the local file directly.
 """
+import os
 import re
 from dataclasses import dataclass
 
@@ -174,6 +175,20 @@ class HadoopFS:
                 raise IOError(f"rename refused: {src} -> {dst}")
             if after_each is not None:
                 after_each()
+
+    def drop_checksums(self, paths):
+        """Delete the `.<name>.crc` side files Hadoop's local filesystem writes beside files
+        (when the session's `file:` filesystem writes them), so a rename does not carry them
+        into a table's directory, where other engines trip over them. Other schemes: none."""
+        for path in paths:
+            local = _local_path(path)
+            if local is None:
+                continue
+            head, _, name = local.rpartition("/")
+            try:
+                os.remove(f"{head}/.{name}.crc")
+            except FileNotFoundError:
+                pass
 
     def rename(self, src, dst):
         """Move src to dst (parent created); raises if the filesystem refuses."""

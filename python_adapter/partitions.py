@@ -1,63 +1,59 @@
 """Hive partition directory names from partition values, as Spark writes them. Pure.
 
 Upserts plan per partition from two sides: the existing files (known by directory) and the
-new rows (known by value); this maps values to directories the way Spark's
-ExternalCatalogUtils.escapePathName does.
+new rows (known by value). A value is known here by its text: what Spark's cast to string
+gives, which is what Spark's writer puts in the directory name (in the session's time
+zone for timestamps), so every type Spark can partition by maps to the directory Spark
+writes. The text is escaped the way ExternalCatalogUtils.escapePathName does.
 """
-import datetime
-import decimal
+from typing import Iterable, Optional, Sequence
+
+from python_adapter.config import ConfigError
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+# Texts that Hive's layout writes to the default partition, like NULL: read back as NULL.
+NULL_LIKE = ("", DEFAULT_PARTITION)
+_HEX = set("0123456789abcdefABCDEF")
 _ESCAPE = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
-SUPPORTED_TYPES = ("string", "varchar", "char", "tinyint", "smallint", "int", "bigint",
-                   "date", "boolean", "decimal")
 
 
 def escape_path_name(text):
     return "".join(f"%{ord(ch):02X}" if ch in _ESCAPE else ch for ch in text)
 
 
-def value_text(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, datetime.datetime):
-        raise TypeError("timestamp partition values are not supported by upsert/insert")
-    if isinstance(value, datetime.date):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return format(value, "f")
-    return str(value)
-
-
-def partition_path(columns, values):
-    """'a=1/b=x%2Fy' for columns (a, b) and values (1, 'x/y'); '' when unpartitioned."""
+def partition_path(columns: Sequence[str], texts: Sequence[Optional[str]]) -> str:
+    """'a=1/b=x%2Fy' for columns (a, b) whose values Spark casts to the texts ('1', 'x/y');
+    None stands for NULL; '' when unpartitioned."""
     parts = []
-    for col, value in zip(columns, values):
-        text = DEFAULT_PARTITION if value is None or value == "" else escape_path_name(value_text(value))
-        parts.append(f"{escape_path_name(col)}={text}")
+    for col, text in zip(columns, texts):
+        shown = DEFAULT_PARTITION if text is None or text in NULL_LIKE else escape_path_name(text)
+        parts.append(f"{escape_path_name(col)}={shown}")
     return "/".join(parts)
 
 
-def check_partition_types(schema, columns):
-    """Raise naming the column when a partition column's type cannot be mapped to its path."""
-    for col in columns:
-        type_name = schema[col].dataType.simpleString()
-        if not type_name.startswith(SUPPORTED_TYPES):
-            raise TypeError(
-                f"partition_by: column {col} has type {type_name}; upsert and insert support "
-                f"partition columns of types {', '.join(SUPPORTED_TYPES)}")
+def check_partition_texts(columns: Sequence[str], rows: Iterable[Sequence[Optional[str]]]) -> None:
+    """Refuse partition values that Hive's layout cannot keep apart from NULL, before
+    anything is written: the empty string (and the default partition's own name) would be
+    read back as NULL, merged with the NULL rows."""
+    for texts in rows:
+        for col, text in zip(columns, texts):
+            if text is not None and text in NULL_LIKE:
+                raise ConfigError(
+                    f"partition_by: column {col} holds the value {text!r}, which Hive's partition "
+                    f"layout writes to {DEFAULT_PARTITION} like NULL: it would read back as NULL, "
+                    f"mixed with the NULL rows. Nothing was written. Map it in the model: "
+                    f"nullif({col}, {text!r}) stores it as NULL, coalesce(nullif({col}, {text!r}), "
+                    f"'(empty)') keeps it apart")
 
 
 def unescape_path_name(text):
     out, i = [], 0
     while i < len(text):
-        if text[i] == "%" and i + 2 < len(text) + 0 and len(text[i + 1:i + 3]) == 2:
-            try:
-                out.append(chr(int(text[i + 1:i + 3], 16)))
-                i += 3
-                continue
-            except ValueError:
-                pass
+        code = text[i + 1:i + 3]
+        if text[i] == "%" and len(code) == 2 and all(c in _HEX for c in code):
+            out.append(chr(int(code, 16)))
+            i += 3
+            continue
         out.append(text[i])
         i += 1
     return "".join(out)

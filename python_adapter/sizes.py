@@ -53,6 +53,11 @@ def format_size(num_bytes):
     return f"{value:.1f} TiB"
 
 
+def format_count(n):
+    """'12,345': counts in logs and messages."""
+    return f"{n:,}"
+
+
 def format_duration(seconds):
     """'850ms', '12.3s', '4m05s' for progress logs."""
     if seconds < 1:

@@ -6,10 +6,11 @@ expression trees overflow the driver's stack, and the Hive metastore refuses to 
 partitions by it), while a file list costs one file status per file and opens nothing else.
 """
 import os
+import re
 
 from pyspark.sql import functions as F
 
-from python_adapter.catalog import sync_partitions
+from python_adapter.catalog import sql_string, sync_partitions
 from python_adapter.local_table import local_table
 from python_adapter.partitions import parse_partition_path
 from python_adapter.session_conf import session_conf
@@ -60,17 +61,13 @@ def with_file_values(spark, df, pcols, value_of_file, column):
     return named.join(files, cond).select(*df.columns, column)
 
 
-def _sql_text(text):
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def partition_spec(rel_dir):
     """"PARTITION (`a` = '1', `b` = 'x/y')" for the directory 'a=1/b=x%2Fy'; None for the
     default (null) partition, which a literal spec cannot name."""
     pairs = parse_partition_path(rel_dir)
     if not pairs or any(text is None for _, text in pairs):
         return None
-    return "PARTITION (" + ", ".join(f"`{c}` = {_sql_text(t)}" for c, t in pairs) + ")"
+    return "PARTITION (" + ", ".join(f"`{c}` = {sql_string(t)}" for c, t in pairs) + ")"
 
 
 def sync_changed_partitions(spark, fs, location, table, partitions, registered=frozenset(),
@@ -93,7 +90,7 @@ def sync_changed_partitions(spark, fs, location, table, partitions, registered=f
         if exists:
             # The directory itself, not one derived again from the values: exact whatever
             # escaping wrote it.
-            present.append(f"{spec} LOCATION {_sql_text(path)}")
+            present.append(f"{spec} LOCATION {sql_string(path)}")
         else:
             gone.append(spec)
     if present:
@@ -107,3 +104,14 @@ def sync_changed_partitions(spark, fs, location, table, partitions, registered=f
 def partitions_of(*entry_lists):
     """The partition directories of some FileEntry lists (adds and removes of a commit)."""
     return {e.partition for entries in entry_lists for e in entries}
+
+
+# Spark names the file a failed scan task was reading ("Encountered error while reading
+# file file:///.../part-0.parquet. SQLSTATE: KD001"; older: "Error while reading file").
+_READ_FAILED = re.compile(r"rror while reading file (\S+?)\.?(?:\s|$)")
+
+
+def unreadable_file(exc):
+    """The file a Spark read failed on, from its error (a py4j or Spark exception), or None."""
+    m = _READ_FAILED.search(str(exc))
+    return m.group(1) if m else None

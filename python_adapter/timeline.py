@@ -1,11 +1,14 @@
 """The table's timeline: one Avro file (fastavro) per instant and state under
-`<table location>/.sized/timeline/`.
+`<meta dir>/timeline/`, the meta dir being `<parent>/.sized/<table dir name>` beside the table
+(`meta_dir_of`): the table's own directory holds nothing but its live data files, so an
+engine that reads `<table>/**/*.parquet` or scans the directory gets exactly the table.
 
 File names follow Hudi: `<instant>.<action>.requested`, `<instant>.<action>.inflight`, and
 `<instant>.<action>` once completed. An instant is a UTC timestamp to the millisecond
 (`20261122103000123`). Schema changes bump SCHEMA_VERSION; readers refuse newer versions.
 """
 import io
+import re
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -50,8 +53,37 @@ INSTANT_SCHEMA = fastavro.parse_schema({
 })
 
 
+# extra keys of an instant that (re)defines the table in the metastore: a first build, or a
+# full refresh that changes its columns, partitioning, format or location
+DEFINES_TABLE = "defines_table"
+PREVIOUS_DDL = "previous_ddl"            # the CREATE statement of the definition it replaces
+PREVIOUS_LOCATION = "previous_location"
+PREVIOUS_TYPE = "previous_type"          # MANAGED or EXTERNAL
+
+
 class TimelineError(RuntimeError):
     """The timeline cannot be read; never silently rewritten."""
+
+
+META_DIR = ".sized"
+
+
+def meta_dir_of(location):
+    """The directory of a table's metadata (timeline, lock, staging, set-aside files):
+    `<parent>/.sized/<name>` for a table at `<parent>/<name>`. Beside the table, not inside
+    it: readers such as DuckDB and polars descend into hidden directories, and a DROP of a
+    managed table deletes its directory. Renames between the two stay on one filesystem."""
+    loc = location.rstrip("/")
+    parent, _, name = loc.rpartition("/")
+    if not name or not parent or re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:/*", parent):
+        raise TimelineError(f"table location {location!r} has no parent directory to keep "
+                            f"the table's metadata beside it")
+    return f"{parent}/{META_DIR}/{name}"
+
+
+def legacy_meta_dir_of(location):
+    """Where tables written by earlier versions kept their metadata: inside the table."""
+    return f"{location.rstrip('/')}/{META_DIR}"
 
 
 @dataclass(frozen=True)
@@ -147,10 +179,10 @@ def parse_file_name(name):
 class Timeline:
     """Reads and writes the instants of one table through a HadoopFS."""
 
-    def __init__(self, fs, table_location):
+    def __init__(self, fs, table_location, meta_dir=None):
         self.fs = fs
         self.location = table_location.rstrip("/")
-        self.meta_dir = f"{self.location}/.sized"
+        self.meta_dir = meta_dir or meta_dir_of(self.location)
         self.dir = f"{self.meta_dir}/timeline"
         # A write reads the timeline several times (recovery, bytes per row, file index);
         # an instant file is decoded once per (name, size, modification time).
@@ -225,6 +257,8 @@ class Timeline:
         """{rel path: FileEntry} of the files the completed commits say the table holds."""
         files = {}
         for inst in self.completed():
+            if inst.extra.get(DEFINES_TABLE) == "true":
+                files = {}  # a new definition starts over (earlier files: another table's)
             for f in inst.removed:
                 files.pop(f.path, None)
             for f in inst.added:

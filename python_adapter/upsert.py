@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 from python_adapter.binpack import plan_partition_write, summarize
 from python_adapter.config import ConfigError
 from python_adapter.local_table import local_table
-from python_adapter.partitions import check_partition_types, partition_path
+from python_adapter.partitions import check_partition_texts, partition_path
 from python_adapter.session_conf import session_conf, shuffle_conf
 from python_adapter.slot_write import FIRST_ROW, SLOT, cached_size, write_slots
 from python_adapter.table_files import read_files, with_file_values
@@ -49,7 +49,9 @@ def validate_keys(df, keys, precombine_column, pcols=()):
     for k in keys:
         cond = F.col(k).isNull()
         null_cond = cond if null_cond is None else null_cond | cond
-    part = [F.collect_set(F.struct(*pcols)).alias("__sized_parts")] if pcols else []
+    # partition values as Spark's writer names their directories (partitions.py)
+    part = [F.collect_set(F.struct(*[F.col(c).cast("string") for c in pcols])).alias("__sized_parts")] \
+        if pcols else []
     groups = df.groupBy(*keys).agg(F.count(F.lit(1)).alias("count"), *part)
     first = keys[0]
     orderable = isinstance(df.schema[first].dataType, _ORDERABLE)
@@ -91,11 +93,6 @@ class KeyCheck:
     waits for the job without raising, so the data is not unpersisted under it."""
 
     def __init__(self, spark, df, cfg, pcols, progress):
-        if pcols:
-            try:
-                check_partition_types(df.schema, pcols)
-            except TypeError as exc:
-                raise ConfigError(str(exc)) from None
         self.keys = upsert_keys(cfg, df.columns)
         self.batch_bytes = cached_size(df)  # the plan's estimate, no job
         self._done = threading.Event()
@@ -241,13 +238,15 @@ def _tag_the_unfound(spark, location, table_schema, tagged, stats, keys, pcols, 
 
 def _tag_stats(tagged, pcols, keys):
     """What goes where, in one aggregation: rows per (new partition, old partition, file,
-    stays, deleted), with the key range of each group (to look for unfound keys)."""
+    stays, deleted), with the key range of each group (to look for unfound keys). Partition
+    values come as the texts Spark's writer names their directories by."""
     aggs = [F.count(F.lit(1)).alias("count")]
     orderable = keys and isinstance(tagged.schema[keys[0]].dataType, _ORDERABLE)
     aggs += [F.min(keys[0]).alias("__sized_kmin"), F.max(keys[0]).alias("__sized_kmax")] \
         if orderable else [F.lit(None).alias("__sized_kmin"), F.lit(None).alias("__sized_kmax")]
-    return tagged.groupBy(*pcols, *[f"__sized_op{i}" for i in range(len(pcols))],
-                          "__sized_file", "__sized_same", "__sized_del").agg(*aggs).collect()
+    texts = [F.col(c).cast("string").alias(c) for c in pcols] + \
+        [F.col(f"__sized_op{i}").cast("string").alias(f"__sized_op{i}") for i in range(len(pcols))]
+    return tagged.groupBy(*texts, "__sized_file", "__sized_same", "__sized_del").agg(*aggs).collect()
 
 
 def stage_upsert(spark, location, table_name, key_check, cfg, pcols, data_cols, bytes_per_row,
@@ -297,11 +296,12 @@ def stage_upsert(spark, location, table_name, key_check, cfg, pcols, data_cols, 
                                              pcols, rest, progress, batch_bytes)
 
         # -- count what goes where ---------------------------------------------------------
-        values_of = {}                 # partition path -> partition values
+        n = len(pcols)
+        check_partition_texts(pcols, (tuple(r[:n]) for r in stats))
+        values_of = {}                 # partition path -> partition values (texts)
         updates_by_file = {}           # rel path -> rows replaced or removed in it
         inserts_by_part = {}           # partition path -> rows to insert
         spark_path_of = {}             # rel path -> the path string Spark reports
-        n = len(pcols)
         for r in stats:
             new_vals, old_vals = tuple(r[:n]), tuple(r[n:2 * n])
             file_uri, same, deleted, count = (r["__sized_file"], r["__sized_same"],
@@ -377,7 +377,7 @@ def stage_upsert(spark, location, table_name, key_check, cfg, pcols, data_cols, 
             ins = tagged.where("not __sized_del and not __sized_same").withColumn(
                 "__sized_u", _unit_hash(keys or columns))
             range_columns = [
-                *[(f"__sized_p{i}", batch.schema[c].dataType.simpleString()) for i, c in enumerate(pcols)],
+                *[(f"__sized_p{i}", "string") for i in range(len(pcols))],
                 ("__sized_lo", "double"), ("__sized_hi", "double"), (SLOT, "bigint")]
             for to_rewrite, rows in ranges.items():
                 if not rows:
@@ -385,7 +385,7 @@ def stage_upsert(spark, location, table_name, key_check, cfg, pcols, data_cols, 
                 imap = _slot_of_rows(spark, rows, range_columns)
                 cond = (ins["__sized_u"] >= imap["__sized_lo"]) & (ins["__sized_u"] < imap["__sized_hi"])
                 for i, col in enumerate(pcols):
-                    cond = cond & ins[col].eqNullSafe(imap[f"__sized_p{i}"])
+                    cond = cond & ins[col].cast("string").eqNullSafe(imap[f"__sized_p{i}"])
                 (bound if to_rewrite else fresh).append(ins.join(imap, cond).select(*columns, SLOT))
 
         entry = {f.path: f for f in current_files}

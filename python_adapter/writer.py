@@ -4,16 +4,22 @@ file and timeline work in fs/commit.
 """
 import time
 from urllib.parse import unquote
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from python_adapter.catalog import (TableRef, add_columns, create_table, describe_table,
-                                    drop_table, set_data_columns, sync_partitions,
-                                    table_location)
+                                    drop_definition, set_data_columns, show_create,
+                                    sync_partitions, table_location)
 from python_adapter.commit import file_entry
-from python_adapter.transaction import WriteError, current_files, locked_table, open_table
+from python_adapter.faults import fault_point
+from python_adapter.partitions import NULL_LIKE, check_partition_texts
+from python_adapter.transaction import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
+                                        PREVIOUS_TYPE, WriteError, current_files,
+                                        locked_locations, locked_table, open_table,
+                                        restore_definitions)
 from python_adapter.config import ConfigError, SchemaChangeError, check_columns
 from python_adapter.distribution import distribute
 from python_adapter.footers import staged_footers
@@ -21,10 +27,11 @@ from python_adapter.fs import HadoopFS
 from python_adapter.layout import Layout, LayoutFile
 from python_adapter.measure import measure_bytes_per_row
 from python_adapter.planning import plan_partitions, plan_static
+from python_adapter.schema import keeps_values, normal_type
 from python_adapter.sizes import format_duration, format_size
 from python_adapter.slot_write import staged_file
 from python_adapter.table_files import partitions_of, read_files, sync_changed_partitions
-from python_adapter.timeline import Timeline
+from python_adapter.timeline import Timeline, meta_dir_of
 from python_adapter.upsert import KeyCheck, encode_key, stage_upsert, validate_keys
 from python_adapter.cluster_exec import pending_plan_files, run_clustering
 
@@ -78,50 +85,139 @@ def _resolve_names(cfg_cols, df_cols):
 
 
 def write_dataframe(spark, df, table, cfg, full_refresh=False, log=print):
-    """Write df into `table` as cfg says; returns a WriteResult."""
+    """Write df into `table` as cfg says; returns a WriteResult. Everything that changes
+    the table, its definition in the metastore included, happens under its writer lock."""
     check_columns(cfg, df.columns)
     pcols = _resolve_names(cfg.partition_by, df.columns)
-    existing = describe_table(spark, table)
-    if existing is not None and existing.table_type == "VIEW":
-        drop_table_or_view(spark, table)
-        existing = None
-    operation = "full_refresh" if full_refresh or existing is None else cfg.incremental_strategy
     progress = _Progress(log, f"{table.schema}.{table.identifier}")
-
-    if existing is not None:
-        same_partitions = [c.lower() for c in existing.partition_columns] == [c.lower() for c in pcols]
-        if operation == "full_refresh":
-            if not same_partitions or existing.provider != "parquet" or \
-                    sorted(c.lower() for c in existing.column_names) != sorted(c.lower() for c in df.columns):
-                progress(f"table layout changed: recreating {table.quoted}")
-                drop_table(spark, table)
-                existing = None
-        else:
-            if not same_partitions:
-                raise ConfigError(
-                    f"partition_by: the table is partitioned by {list(existing.partition_columns)}, "
-                    f"the model by {list(pcols)}; run with --full-refresh to change it")
-            df, existing = _apply_schema_change(spark, table, df, existing, cfg, pcols, progress)
-    if existing is None:
-        _create(spark, HadoopFS(spark), table, df.schema, pcols)
+    fs = HadoopFS(spark)
+    target = fs.qualify(table_location(spark, table))
+    for _attempt in range(3):
         existing = describe_table(spark, table)
-
-    # Data columns in table order, partition columns last, as the table stores them.
-    pset = {c.lower() for c in pcols}
-    data_cols = [c for c in existing.column_names if c.lower() not in pset]
-    df = df.select(*data_cols, *pcols)
-
-    with locked_table(spark, table, operation, log=progress, info=existing) as (_, fs, proto):
-        result = _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation,
-                               progress)
+        if existing is not None and existing.table_type == "VIEW":
+            drop_table_or_view(spark, table)
+            existing = None
+        here = fs.qualify(existing.location) if existing is not None else None
+        operation = "full_refresh" if full_refresh or existing is None else cfg.incremental_strategy
+        with locked_locations(spark, table, operation, [target] + [here] * (here is not None),
+                              log=progress) as protos:
+            existing = describe_table(spark, table)  # recovery may have restored or dropped it
+            now = fs.qualify(existing.location) if existing is not None else None
+            if now is not None and now not in (target, here):
+                continue  # recovery put back a definition elsewhere: lock that place too
+            job = WriteJob(spark, fs, protos[0], df, table, cfg, pcols, (), "full_refresh",
+                           progress)
+            if existing is None or (full_refresh and _needs_new_definition(existing, df, pcols, now, target)):
+                result = _define_write(job, existing)
+            else:
+                if now != target:  # location_root changed: it takes effect on a full refresh
+                    job = replace(job, proto=next(p for p in protos if p.location == now))
+                result = _write_existing(job, existing, full_refresh)
+        break
+    else:
+        raise WriteError(f"{table.quoted} kept moving while it was being locked; try again")
     if cfg.cluster_every_n_commits and cfg.cluster_by:
-        since = commits_since_clustering(proto.timeline)
+        since = commits_since_clustering(job.proto.timeline)
         if since >= cfg.cluster_every_n_commits:
             progress(f"inline clustering: {since} commits since the last clustering")
             run_clustering(spark, table, cfg.cluster_by, cfg.cluster_strategy, log=progress,
                            target_file_size=cfg.target_file_size,
                            write_small_file_limit=cfg.small_file_limit or None)
     return result
+
+
+@dataclass(frozen=True)
+class WriteJob:
+    """One write of a model's result: where, what, how, and its progress log."""
+    spark: object
+    fs: HadoopFS
+    proto: object            # CommitProtocol of the table's location, its lock held
+    df: object               # the rows, columns in the table's order (data, then partition)
+    table: TableRef
+    cfg: object              # SizedConfig
+    pcols: tuple             # partition columns, as the model names them
+    data_cols: tuple
+    operation: str
+    progress: object
+    extra: dict = field(default_factory=dict)   # the instant's extra, once requested
+
+
+def _shaped(job, column_names):
+    """The job with its rows in the table's column order: data columns, then partitions."""
+    pset = {c.lower() for c in job.pcols}
+    data_cols = tuple(c for c in column_names if c.lower() not in pset)
+    return replace(job, df=job.df.select(*data_cols, *job.pcols), data_cols=data_cols)
+
+
+def _needs_new_definition(existing, df, pcols, location, target):
+    """A full refresh recreates the table's definition when its partitioning, format,
+    location or columns (names or types) change; otherwise it replaces the files only."""
+    def columns(pairs):
+        return sorted((name.lower(), type_name) for name, type_name in pairs)
+    model = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+    return ([c.lower() for c in existing.partition_columns] != [c.lower() for c in pcols]
+            or existing.provider != "parquet" or location != target
+            or columns(existing.columns) != columns(model))
+
+
+def _write_existing(job, existing, full_refresh):
+    """An incremental run, or a full refresh that keeps the table's definition."""
+    operation = "full_refresh" if full_refresh else job.cfg.incremental_strategy
+    if not full_refresh:
+        if [c.lower() for c in existing.partition_columns] != [c.lower() for c in job.pcols]:
+            raise ConfigError(
+                f"partition_by: the table is partitioned by {list(existing.partition_columns)}, "
+                f"the model by {list(job.pcols)}; run with --full-refresh to change it")
+        df, existing = _apply_schema_change(job.spark, job.table, job.df, existing, job.cfg,
+                                            job.pcols, job.progress)
+        job = replace(job, df=df)
+    job = _shaped(replace(job, operation=operation), existing.column_names)
+    return _commit_write(job)
+
+
+def _define_write(job, existing):
+    """A first build, or a full refresh that changes the table's definition: the new files
+    and the new definition are one instant. The old definition is recorded in it (its
+    CREATE statement), the old files are set aside, and the old definition is dropped
+    without its files only after the new files are in place; a crash at any point is
+    rolled back to the old table by the next writer (restore_definitions)."""
+    spark, fs, proto, table = job.spark, job.fs, job.proto, job.table
+    _check_location_is_free(fs, proto, table, existing)
+    extra = {DEFINES_TABLE: "true"}
+    if existing is not None:
+        job.progress(f"the table's definition changes: recreating {table.quoted}")
+        extra.update({PREVIOUS_DDL: show_create(spark, table),
+                      PREVIOUS_LOCATION: fs.qualify(existing.location),
+                      PREVIOUS_TYPE: existing.table_type})
+    same_place = existing is not None and fs.qualify(existing.location) == proto.location
+    managed = existing.table_type == "MANAGED" if same_place else not table.location_root
+
+    def define(instant):
+        if existing is not None:
+            drop_definition(spark, table)
+            fault_point("dropped")
+        create_table(spark, table, job.df.schema, job.pcols, proto.location, instant.instant,
+                     managed)
+        fault_point("defined")
+
+    job = _shaped(replace(job, operation="full_refresh"), job.df.columns)
+    result = _commit_write(job, extra=extra, define=define)
+    if existing is not None and not same_place and existing.table_type == "MANAGED":
+        # The old definition was managed: its DROP would have deleted its files.
+        old = fs.qualify(existing.location)
+        fs.delete(old)
+        fs.delete(meta_dir_of(old))
+    return result
+
+
+def _check_location_is_free(fs, proto, table, existing):
+    """A new definition's location must hold no files but those of the table it replaces."""
+    if existing is not None and fs.qualify(existing.location) == proto.location:
+        return
+    leftovers = fs.list_files(proto.location) if fs.exists(proto.location) else []
+    if leftovers:
+        raise WriteError(f"cannot create {table.quoted}: its location {proto.location} already "
+                         f"holds {len(leftovers)} files of no table; move them away first")
 
 
 def commits_since_clustering(timeline):
@@ -144,28 +240,19 @@ def drop_table_or_view(spark, table):
     spark.sql(f"DROP VIEW IF EXISTS {table.quoted}")
 
 
-def _create(spark, fs, table, schema, pcols):
-    location = table_location(spark, table)
-    if not table.location_root and fs.exists(location):
-        leftovers = fs.list_files(location)
-        if leftovers:
-            raise WriteError(f"cannot create {table.quoted}: its location {location} already "
-                             f"holds {len(leftovers)} files of no table; move them away first")
-        fs.delete(location)  # only our hidden metadata was left behind: start clean
-    create_table(spark, table, schema, pcols)
-
-
 def _apply_schema_change(spark, table, df, existing, cfg, pcols, log):
     """on_schema_change as dbt users know it; returns df shaped like the (new) table."""
     table_types = {c.lower(): t for c, t in existing.columns}
     pset = {c.lower() for c in pcols}
     new_fields = [f for f in df.schema.fields if f.name.lower() not in table_types]
     missing = [c for c in existing.column_names if c.lower() not in {d.lower() for d in df.columns}]
-    changed = [f"{f.name} ({table_types[f.name.lower()]} -> {f.dataType.simpleString()})"
+    retyped = [(f.name, f.dataType.simpleString(), table_types[f.name.lower()])
                for f in df.schema.fields if f.name.lower() in table_types
-               and table_types[f.name.lower()] != f.dataType.simpleString()]
+               and normal_type(table_types[f.name.lower()]) != normal_type(f.dataType.simpleString())]
+    changed = [f"{name} ({table} -> {model})" for name, model, table in retyped]
     if not new_fields and not missing and not changed:
         return df, existing
+    _refuse_lossy_casts(retyped)
     what = (f"new columns: {[f.name for f in new_fields] or 'none'}, missing columns: "
             f"{missing or 'none'}, changed types: {changed or 'none'}")
     mode = cfg.on_schema_change
@@ -173,10 +260,8 @@ def _apply_schema_change(spark, table, df, existing, cfg, pcols, log):
         raise SchemaChangeError(f"on_schema_change: the model's columns differ from the table's "
                           f"({what}) and on_schema_change is {mode!r}; set it to "
                           f"append_new_columns or sync_all_columns, or run with --full-refresh")
-    if changed and mode == "sync_all_columns":
-        raise SchemaChangeError(f"on_schema_change: sync_all_columns cannot change the type of "
-                          f"columns of existing Parquet files ({', '.join(changed)}); run with "
-                          f"--full-refresh")
+    if changed:  # each keeps its values in the table's type (_refuse_lossy_casts)
+        log(f"schema change: new rows cast to the table's types ({', '.join(changed)})")
     if mode in ("append_new_columns", "sync_all_columns") and new_fields:
         log(f"schema change: adding columns {[f.name for f in new_fields]}")
         add_columns(spark, table, new_fields)
@@ -195,30 +280,72 @@ def _apply_schema_change(spark, table, df, existing, cfg, pcols, log):
     return df.select(*out), existing
 
 
+def _refuse_lossy_casts(retyped):
+    """Fail, under every on_schema_change mode, when casting a column of the new rows to the
+    table's type could turn values into NULL or lose precision; widenings go ahead."""
+    for name, model, table in retyped:
+        if not keeps_values(model, table):
+            raise SchemaChangeError(
+                f"on_schema_change: column {name} is {model} in the model but {table} in the "
+                f"table; casting the new rows to {table} could turn values into NULL or lose "
+                f"precision, so nothing was written. Run with --full-refresh to give the table "
+                f"the model's types, or cast {name} to {table} in the model")
+
+
 def learned_bytes_per_row(timeline):
-    """bytes written / rows written over completed write commits (clustering not counted)."""
+    """bytes written / rows written over completed write commits (clustering not counted),
+    since the table's definition was last created (other columns write other rows)."""
     rows = size = 0
     for inst in timeline.completed(actions=("commit",)):
-        if inst.rows_written > 0:
+        if inst.extra.get(DEFINES_TABLE) == "true":
+            rows = size = 0
+        if inst.rows_written > 0 and inst.operation != "repair":
             rows += inst.rows_written
             size += inst.bytes_written
     return size / rows if rows else None
 
 
-def _plan(spark, fs, df, cfg, pcols, data_cols, proto, instant, progress):
+def _count_by_partition(df, pcols):
+    """{partition value texts: rows} in one aggregation ({(): rows} when unpartitioned);
+    partition values as the texts Spark names their directories by (partitions.py)."""
+    if not pcols:
+        return {(): df.count()}
+    texts = [F.col(c).cast("string").alias(c) for c in pcols]
+    counts = {tuple(r[:-1]): r[-1] for r in df.groupBy(*texts).count().collect()}
+    check_partition_texts(pcols, counts)
+    return counts
+
+
+def _refuse_null_like_partitions(df, pcols):
+    """check_partition_texts where no count is made (distribution none, or a static
+    file_count): one query for the first row holding such a value, string columns only."""
+    strings = [c for c in pcols if isinstance(df.schema[c].dataType,
+                                              (T.StringType, T.CharType, T.VarcharType))]
+    if not strings:
+        return
+    cond = None
+    for c in strings:
+        term = F.col(c).isin(*NULL_LIKE)
+        cond = term if cond is None else cond | term
+    row = df.where(cond).select(*strings).first()
+    if row is not None:
+        check_partition_texts(strings, [tuple(row)])
+
+
+def _plan(job, df, instant):
     """(plans or None, total_files, bytes_per_row or None, total_rows or None)."""
+    cfg, progress = job.cfg, job.progress
+    need_counts = cfg.distribution != "none" and (
+        cfg.file_count is None or cfg.distribution in ("exact", "hash"))
+    if not need_counts:
+        _refuse_null_like_partitions(df, job.pcols)
     if cfg.distribution == "none":
         return None, 0, None, None
-    need_counts = cfg.file_count is None or cfg.distribution in ("exact", "hash")
     rows_by_partition = None
     total_rows = None
     if need_counts:
         progress("counting rows per partition")
-        if pcols:
-            rows_by_partition = {tuple(r[:-1]): r[-1]
-                                 for r in df.groupBy(*pcols).count().collect()}
-        else:
-            rows_by_partition = {(): df.count()}
+        rows_by_partition = _count_by_partition(df, job.pcols)
         total_rows = sum(rows_by_partition.values())
         progress(f"counted {total_rows} rows in {len(rows_by_partition)} partitions")
     if cfg.file_count is not None:
@@ -226,21 +353,35 @@ def _plan(spark, fs, df, cfg, pcols, data_cols, proto, instant, progress):
             return None, cfg.file_count, None, None
         plans = plan_static(rows_by_partition, cfg.file_count)
         return plans, sum(p.files for p in plans.values()), None, total_rows
-    bpr = cfg.bytes_per_row
-    source = "config"
-    if bpr is None:
-        bpr = learned_bytes_per_row(proto.timeline)
-        source = "earlier commits"
-    if bpr is None and total_rows:
-        progress("sampling to measure bytes per row")
-        bpr = measure_bytes_per_row(fs, df, data_cols, total_rows, cfg.target_file_size,
-                                    proto.staging_dir(instant.instant) + "/_sample")
-        source = "sample written to Parquet"
+    bpr, source = _bytes_per_row(job, df, instant, total_rows)
     if not total_rows:
         return {}, 0, bpr, 0
     plans = plan_partitions(rows_by_partition, bpr, cfg.target_file_size, cfg.insert_split_size)
     progress(f"bytes per row {bpr:.1f} B (from {source})")
     return plans, sum(p.files for p in plans.values()), bpr, total_rows
+
+
+def _bytes_per_row(job, df, instant, total_rows):
+    """(bytes per row or None, where it came from): the config, the table's earlier commits
+    (not across a new definition), or a sample of df written to Parquet."""
+    if job.cfg.bytes_per_row is not None:
+        return job.cfg.bytes_per_row, "config"
+    learned = None if job.operation == "full_refresh" and _defines(job) else \
+        learned_bytes_per_row(job.proto.timeline)
+    if learned is not None:
+        return learned, "earlier commits"
+    if total_rows is None:
+        total_rows = df.count()
+    if not total_rows:
+        return None, "no rows"
+    job.progress("sampling to measure bytes per row")
+    bpr = measure_bytes_per_row(job.fs, df, job.data_cols, total_rows, job.cfg.target_file_size,
+                                job.proto.staging_dir(instant.instant) + "/_sample")
+    return bpr, "sample written to Parquet"
+
+
+def _defines(job):
+    return job.extra.get(DEFINES_TABLE) == "true"
 
 
 def _staged_entries(spark, fs, staging, key_col=None):
@@ -277,27 +418,36 @@ def file_stats(df, key_col=None):
     return out
 
 
-def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation, progress):
-    instant = proto.request(operation, pcols, extra={
+def _commit_write(job, extra=None, define=None):
+    """The write's instant: request, stage, inflight, publish, (define the table,) sync
+    partitions, complete; an ordinary failure is rolled back at once."""
+    spark, fs, proto, cfg, progress = job.spark, job.fs, job.proto, job.cfg, job.progress
+    instant = proto.request(job.operation, job.pcols, extra={
         "target_file_size": cfg.target_file_size, "small_file_limit": cfg.small_file_limit,
-        "distribution": cfg.distribution})
+        "distribution": cfg.distribution, **(extra or {})})
+    job = replace(job, extra=instant.extra)
     try:
-        added, removed, total_files, bpr, registered = _stage(
-            spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, progress, table)
+        added, removed, total_files, bpr, registered = _stage(job, instant)
         inflight = proto.mark_inflight(instant, added, removed)
         progress(f"publishing {len(added)} files, replacing {len(removed)}")
         proto.publish(inflight)
-        sync_changed_partitions(spark, fs, proto.location, table, partitions_of(added, removed),
-                                registered=registered, filled=partitions_of(added))
+        if define is not None:
+            define(instant)
+        sync_changed_partitions(spark, fs, proto.location, job.table,
+                                partitions_of(added, removed), registered=registered,
+                                filled=partitions_of(added))
         done = proto.complete(inflight, extra={"bytes_per_row": f"{bpr or 0:.3f}"})
     except Exception:
         # An ordinary failure (not a crash): undo now rather than leave it to the next run.
         proto.abort(instant)
-        sync_partitions(spark, table, bool(pcols))
+        restore_definitions(spark, job.table, [instant], log=progress)
+        info = describe_table(spark, job.table)
+        if info is not None:
+            sync_partitions(spark, job.table, bool(info.partition_columns))
         raise
     proto.cleanup(done)
     result = WriteResult(
-        operation=operation, instant=done.instant,
+        operation=job.operation, instant=done.instant,
         partitions=len({a.partition for a in added}), files_planned=total_files,
         files_written=len(added), files_removed=len(removed), rows=done.rows_written,
         bytes=done.bytes_written, bytes_per_row=bpr or 0.0, seconds=progress.elapsed)
@@ -305,11 +455,21 @@ def _commit_write(spark, fs, proto, df, table, cfg, pcols, data_cols, operation,
     return result
 
 
-def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, progress, table):
+def _table_name(table):
+    return f"{table.schema}.{table.identifier}"
+
+
+def _stage(job, instant):
     """Plan and write the new files to the instant's staging area; returns (adds, removes,
     files planned, bytes per row, the partitions that held files before)."""
-    if operation in ("upsert", "insert"):
-        return _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress, table)
+    if job.operation in ("upsert", "insert"):
+        return _stage_upsert(job, instant)
+    cfg, df, pcols, progress = job.cfg, job.df, job.pcols, job.progress
+    full = job.operation == "full_refresh"
+    # A full refresh replaces every file, so files changed outside the timeline do not
+    # matter to it; insert_overwrite keeps the other partitions' files and checks them.
+    current = current_files(job.fs, job.proto.location, job.proto.timeline,
+                            check=None if full else _table_name(job.table))
     if cfg.incremental_strategy == "upsert":
         df, _, _ = validate_keys(df, _resolve_names(cfg.unique_key, df.columns), cfg.precombine_column)
     if cfg.delete_column:
@@ -317,58 +477,49 @@ def _stage(spark, fs, proto, instant, df, cfg, pcols, data_cols, operation, prog
     cache = cfg.distribution != "none" and df.storageLevel == StorageLevel.NONE
     cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cache else df
     try:
-        plans, total_files, bpr, total_rows = _plan(spark, fs, cached, cfg, pcols, data_cols,
-                                                    proto, instant, progress)
+        plans, total_files, bpr, total_rows = _plan(job, cached, instant)
         progress(f"plan: {len(plans) if plans is not None else '?'} partitions, "
                  f"{total_files or 'Spark-chosen'} files, "
                  f"target {format_size(cfg.target_file_size)}, distribution {cfg.distribution}")
-        staging = proto.staging_dir(instant.instant) + "/data"
+        staging = job.proto.staging_dir(instant.instant) + "/data"
         if total_rows != 0:
             progress("writing files to staging")
-            out = distribute(spark, cached, pcols, cfg.distribution, total_files, plans,
+            out = distribute(job.spark, cached, pcols, cfg.distribution, total_files, plans,
                              bytes_per_row=bpr)
             out.write.partitionBy(*pcols).mode("overwrite").parquet(staging)
-        added = _staged_entries(spark, fs, staging, _key_column(cfg, df))
+        added = _staged_entries(job.spark, job.fs, staging, _key_column(cfg, df))
         progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}")
     finally:
         if cache:  # persist() returns the same object: remember whether we cached it
             cached.unpersist()
-    current = current_files(fs, proto.location, proto.timeline)
-    if operation == "full_refresh" or not pcols:
+    if full or not pcols:
         removed = current
     else:
         touched = {a.partition for a in added}
         removed = [f for f in current if f.partition in touched]
     # A full refresh may follow a table recreated over files of no table: register everything.
-    registered = set() if operation == "full_refresh" else {f.partition for f in current}
+    registered = set() if full else {f.partition for f in current}
     return added, removed, total_files, bpr, registered
 
 
-def _stage_upsert(spark, fs, proto, instant, df, cfg, pcols, data_cols, progress, table):
+def _stage_upsert(job, instant):
     """Upsert / insert: bin-pack into the partitions' small files, rewrite updated files."""
+    df, cfg, proto, progress = job.df, job.cfg, job.proto, job.progress
+    current = current_files(job.fs, proto.location, proto.timeline, check=_table_name(job.table))
     cache = df.storageLevel == StorageLevel.NONE  # a caller's cache is the caller's to drop
     cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cache else df
     key_check = None
     try:
-        key_check = KeyCheck(spark, cached, cfg, pcols, progress)  # runs while we list
-        bpr = cfg.bytes_per_row
-        source = "config"
-        if bpr is None:
-            bpr, source = learned_bytes_per_row(proto.timeline), "earlier commits"
-        if bpr is None:
-            total = cached.count()
-            progress("sampling to measure bytes per row")
-            bpr = measure_bytes_per_row(fs, cached, data_cols, total, cfg.target_file_size,
-                                        proto.staging_dir(instant.instant) + "/_sample")
-            source = "sample written to Parquet"
+        key_check = KeyCheck(job.spark, cached, cfg, job.pcols, progress)  # runs while we plan
+        bpr, source = _bytes_per_row(job, cached, instant, None)
         bpr = bpr or 1.0
         progress(f"bytes per row {bpr:.1f} B (from {source})")
         staging = proto.staging_dir(instant.instant) + "/data"
-        current = current_files(fs, proto.location, proto.timeline)
         removed_rels, summary = stage_upsert(
-            spark, proto.location, f"{table.schema}.{table.identifier}", key_check, cfg, pcols,
-            data_cols, bpr, staging, progress, current, excluded=pending_plan_files(proto.timeline))
-        added = _staged_entries(spark, fs, staging, _key_column(cfg, df))
+            job.spark, proto.location, _table_name(job.table), key_check, cfg, job.pcols,
+            job.data_cols, bpr, staging, progress, current,
+            excluded=pending_plan_files(proto.timeline))
+        added = _staged_entries(job.spark, job.fs, staging, _key_column(cfg, df))
     finally:
         if key_check is not None:
             key_check.wait()  # its job reads the cached data
@@ -449,6 +600,11 @@ def rollback_last_commit(spark, table, log=print):
                  and i.instant not in undone]
         if later:
             raise WriteError(f"{last.instant} is not the last commit of {table.quoted}")
+        if last.extra.get(PREVIOUS_DDL):
+            raise WriteError(
+                f"cannot roll back {last.instant}: that full refresh changed the table's "
+                f"definition (columns, partitioning, format or location), which sized_rollback "
+                f"does not restore; run the model as it was with --full-refresh instead")
         restore = [replace(f, moved_path=f"{proto.aside_dir(last.instant)}/{f.path}")
                    for f in last.removed]
         gone = [f.path for f in restore if not fs.exists(f.moved_path)]
@@ -459,7 +615,8 @@ def rollback_last_commit(spark, table, log=print):
         instant = proto.request("rollback", pcols, action="rollback",
                                 extra={"rolled_back": last.instant})
         try:
-            current = {f.path: f for f in current_files(fs, proto.location, proto.timeline)}
+            current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
+                                                        check=_table_name(table))}
             removed = [current[f.path] for f in last.added if f.path in current]
             inflight = proto.mark_inflight(instant, restore, removed)
             proto.publish(inflight)

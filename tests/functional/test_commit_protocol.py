@@ -6,13 +6,13 @@ import socket
 
 import pytest
 
-from python_adapter import commit, faults
+from python_adapter import commit, faults, lock
 from python_adapter.catalog import TableRef, describe_table
 from python_adapter.commit import LockError
 from python_adapter.config import parse_config
 from python_adapter.faults import InjectedCrash
 from python_adapter.fs import HadoopFS
-from python_adapter.timeline import Timeline, TimelineError
+from python_adapter.timeline import Timeline, TimelineError, meta_dir_of
 from python_adapter.writer import recover_table, write_dataframe
 from tests.functional.helpers import rows_of, rows_of_df
 
@@ -23,7 +23,7 @@ QUIET = dict(log=lambda m: None)
 
 def _crash_like_a_dead_process():
     """A real crash takes the process's memory with it: it no longer holds its locks."""
-    commit._HELD_LOCKS.clear()
+    lock.forget_held_locks()
     faults.reset()
 
 
@@ -90,11 +90,11 @@ def test_a_second_writer_fails_at_once_naming_the_holder(spark, schema, events):
     # a live process on this host (our parent) holds the lock
     holder = {"host": socket.gethostname(), "pid": os.getppid(), "operation": "upsert",
               "since": "2026-11-22T10:00:00"}
-    fs.write_bytes(f"{location}/.sized/lock", json.dumps(holder).encode())
+    fs.write_bytes(f"{meta_dir_of(location)}/lock", json.dumps(holder).encode())
     with pytest.raises(LockError, match=f"pid {os.getppid()}.*upsert"):
         write_dataframe(spark, events(days=2, tag="v2"), table, CFG, **QUIET)
     assert rows_of(spark, schema, "locked") == rows_of_df(events(days=2))
-    fs.delete(f"{location}/.sized/lock")
+    fs.delete(f"{meta_dir_of(location)}/lock")
 
 
 def test_a_stale_lock_of_a_dead_process_is_recovered(spark, schema, events):
@@ -102,12 +102,12 @@ def test_a_stale_lock_of_a_dead_process_is_recovered(spark, schema, events):
     write_dataframe(spark, events(days=2), table, CFG, **QUIET)
     fs, location = _location(spark, schema, "stale")
     dead = {"host": socket.gethostname(), "pid": 2**22 + 12345, "operation": "x", "since": "-"}
-    fs.write_bytes(f"{location}/.sized/lock", json.dumps(dead).encode())
+    fs.write_bytes(f"{meta_dir_of(location)}/lock", json.dumps(dead).encode())
     logs = []
     write_dataframe(spark, events(days=2, tag="v2"), table, CFG, log=logs.append)
     assert any("stale writer lock" in m for m in logs)
     assert rows_of(spark, schema, "stale") == rows_of_df(events(days=2, tag="v2"))
-    assert not fs.exists(f"{location}/.sized/lock")
+    assert not fs.exists(f"{meta_dir_of(location)}/lock")
 
 
 def test_corrupt_timeline_is_a_clear_error_never_a_silent_rewrite(spark, schema, events):
@@ -115,14 +115,14 @@ def test_corrupt_timeline_is_a_clear_error_never_a_silent_rewrite(spark, schema,
     write_dataframe(spark, events(days=2), table, CFG, **QUIET)
     fs, location = _location(spark, schema, "corrupt")
     [done] = Timeline(fs, location).completed()
-    path = f"{location}/.sized/timeline/{done.file_name}"
+    path = f"{meta_dir_of(location)}/timeline/{done.file_name}"
     original = fs.read_bytes(path)
     fs.write_bytes(path, original[: len(original) // 2], overwrite=True)
     with pytest.raises(TimelineError, match=f"{done.file_name}.*corrupt"):
         write_dataframe(spark, events(days=2, tag="v2"), table, CFG, **QUIET)
     assert fs.read_bytes(path) == original[: len(original) // 2]  # left for a human to look at
     assert rows_of(spark, schema, "corrupt") == rows_of_df(events(days=2))
-    assert not fs.exists(f"{location}/.sized/lock")
+    assert not fs.exists(f"{meta_dir_of(location)}/lock")
 
 
 def test_an_ordinary_failure_rolls_back_and_releases_the_lock(spark, schema, events):
@@ -136,7 +136,7 @@ def test_an_ordinary_failure_rolls_back_and_releases_the_lock(spark, schema, eve
         write_dataframe(spark, broken, table, CFG, **QUIET)
     assert rows_of(spark, schema, "fail") == rows_of_df(events(days=3))
     fs, location = _location(spark, schema, "fail")
-    assert not fs.exists(f"{location}/.sized/lock")
+    assert not fs.exists(f"{meta_dir_of(location)}/lock")
     assert not Timeline(fs, location).pending()
 
 

@@ -13,7 +13,9 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.sized_spark.connections import SizedSparkConnectionManager
-from python_adapter.commit import LockError
+from python_adapter.lock import LockError
+from python_adapter.repair import repair_table
+from python_adapter.table_files import unreadable_file
 from python_adapter.config import ConfigError, SchemaChangeError, parse_config
 from python_adapter.cluster_exec import run_clustering
 from python_adapter.layout import (LAYOUT_COLUMNS, file_columns, file_rows, layout_problems,
@@ -35,6 +37,16 @@ def _engine_call(what, fn, *args, **kwargs):
         raise CompilationError(f"{what}: {exc}") from exc
     except (ConfigError, WriteError, TimelineError, LockError, ValueError) as exc:
         raise DbtRuntimeError(f"{what}: {exc}") from exc
+    except Exception as exc:
+        path = unreadable_file(exc)
+        if path is None:
+            raise
+        ref = next((a for a in args if isinstance(a, TableRef)), None)
+        name = f"{ref.schema}.{ref.identifier}" if ref else "<schema>.<table>"
+        raise DbtRuntimeError(
+            f"{what}: cannot read {path}: the file is damaged or is not Parquet, so nothing was "
+            f"written. Put back a good copy, or record the table without it: dbt run-operation "
+            f"sized_repair --args '{{relation: {name}}}'") from None
 
 
 def _cluster(spark, table, cluster_by, strategy, schedule_only, log, options):
@@ -157,6 +169,14 @@ class SizedSparkAdapter(SparkAdapter):
         rolled = _engine_call("sized_recover", recover_table, spark, self._table_ref(relation),
                               log=logger.info)
         return len(rolled)
+
+    @available
+    def sized_repair(self, relation) -> str:
+        """Record the table as it is after files were deleted or changed outside its
+        commits (a new instant listing the rows lost); returns what it did."""
+        spark = self.connections.spark_session("sized_repair")
+        return _engine_call("sized_repair", repair_table, spark, self._table_ref(relation),
+                            log=logger.info).message
 
     @available
     def sized_report(self, relation, path: str) -> str:

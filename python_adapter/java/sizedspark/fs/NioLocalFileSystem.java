@@ -5,10 +5,15 @@ import java.io.IOException;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 
-/** Hadoop's checksummed local filesystem (`file:`) over NioRawLocalFileSystem. */
+/**
+ * Hadoop's local filesystem (`file:`) over NioRawLocalFileSystem, writing no `.crc` side
+ * files: other engines scanning a table's directory (polars) fail on them, and Parquet
+ * carries its own checksums. Existing `.crc` files are still verified.
+ */
 public class NioLocalFileSystem extends LocalFileSystem {
   public NioLocalFileSystem() {
     super(new NioRawLocalFileSystem());
+    setWriteChecksum(false);
   }
 
   /**
