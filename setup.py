@@ -44,7 +44,9 @@ setup(
     extras_require={
         # dbt-spark[PyHive] (PyHive[hive_pure_sasl], thrift, thrift-sasl, pure-sasl): the
         # driver of `method: thrift`, for the test against a real Spark Thrift server
-        "test": ["pytest>=8", "dbt-tests-adapter>=1.10", "dbt-spark[PyHive]>=1.10,<1.12"],
+        # duckdb, polars, pyarrow: the tests read our tables as other engines do
+        "test": ["pytest>=8", "dbt-tests-adapter>=1.10", "dbt-spark[PyHive]>=1.10,<1.12",
+                 "duckdb>=1.0", "polars>=1.0", "pyarrow>=14"],
         "bench": ["matplotlib>=3.7"],
     },
 )

@@ -231,9 +231,16 @@ def commits_since_clustering(timeline):
 
 
 def recover_table(spark, table, log=print):
-    """Roll back any unfinished instant of a table (what every writer does first)."""
-    with locked_table(spark, table, "recover", log=log) as (_, _fs, proto):
-        return proto.rolled_back
+    """Roll back any unfinished instant of a table (what every writer does first): at the
+    table's location, and at the location a table of its name gets, where a full refresh
+    that changed its definition and crashed before defining it again left its instant."""
+    fs = HadoopFS(spark)
+    places = [fs.qualify(table_location(spark, table))]
+    info = describe_table(spark, table)
+    if info is not None and info.table_type != "VIEW":
+        places.append(fs.qualify(info.location))
+    with locked_locations(spark, table, "recover", places, log=log) as protos:
+        return [inst for proto in protos for inst in proto.rolled_back]
 
 
 def drop_table_or_view(spark, table):
@@ -433,9 +440,10 @@ def _commit_write(job, extra=None, define=None):
         proto.publish(inflight)
         if define is not None:
             define(instant)
-        sync_changed_partitions(spark, fs, proto.location, job.table,
-                                partitions_of(added, removed), registered=registered,
-                                filled=partitions_of(added))
+        # A new definition holds no partition yet: only those of the new files concern it.
+        changed = partitions_of(added) if define is not None else partitions_of(added, removed)
+        sync_changed_partitions(spark, fs, proto.location, job.table, changed,
+                                registered=registered, filled=partitions_of(added))
         done = proto.complete(inflight, extra={"bytes_per_row": f"{bpr or 0:.3f}"})
     except Exception:
         # An ordinary failure (not a crash): undo now rather than leave it to the next run.
