@@ -4,16 +4,20 @@ outside its commits, as a new instant that lists what was lost.
 Writes refuse to go on over such a table (transaction.current_files): rows would be lost
 or duplicated without anyone deciding it. The repair is that decision, taken by a user:
 a file that is gone is recorded as removed; a changed file that is still readable Parquet
-is recorded with its size and rows now; a changed file that cannot be read is set aside
-(under the instant's replaced directory, until the next commit's cleanup) and recorded
-as removed. Nothing else changes.
+is recorded with its size and rows now; a file that cannot be read (changed in size, or
+overwritten in place) is set aside (under the instant's replaced directory, until the next
+commit's cleanup) and recorded as removed. Nothing else changes.
 """
 from dataclasses import dataclass
+from urllib.parse import unquote
+
+from pyspark.sql import functions as F
 
 from python_adapter.catalog import sync_partitions
 from python_adapter.commit import file_entry
 from python_adapter.sizes import format_count
-from python_adapter.table_files import partitions_of, sync_changed_partitions
+from python_adapter.table_files import (partitions_of, read_files, sync_changed_partitions,
+                                        unreadable_file)
 from python_adapter.transaction import current_files, damaged_files, locked_table
 
 
@@ -34,40 +38,70 @@ class RepairResult:
                 f"{format_count(self.rows_lost)} rows lost")
 
 
-def _footer_rows(spark, path):
-    """Rows of one Parquet file from its footer, None when it cannot be read."""
-    try:
-        return spark.read.parquet(path).count()
-    except Exception:  # a truncated or foreign file: AnalysisException, SparkException, py4j
-        return None
+def _rows_per_file(spark, location, files):
+    """({rel path: rows} from the footers, [rel paths Spark cannot read]): one job over the
+    files; when it fails on a file, that file is set apart and the job runs again."""
+    left, unreadable = sorted(files), []
+    while left:
+        try:
+            df = read_files(spark, location, None, left)
+            counts = df.groupBy(F.col("_metadata.file_path")).count().collect()
+            prefix = unquote(location.rstrip("/")) + "/"
+            rows = {unquote(path)[len(prefix):]: n for path, n in counts}
+            return {rel: rows.get(rel, 0) for rel in left}, unreadable
+        except Exception as exc:  # AnalysisException, SparkException via py4j
+            bad = unreadable_file(exc)
+            rel = next((r for r in left if bad and unquote(bad).endswith("/" + r)), None)
+            if rel is None:
+                raise
+            unreadable.append(rel)
+            left.remove(rel)
+    return {}, unreadable
+
+
+@dataclass
+class _Damage:
+    missing: list         # recorded FileEntry whose file is gone
+    readable: list        # (recorded FileEntry, FileEntry now) of changed files still readable
+    unreadable: list      # recorded FileEntry of files Spark cannot read
+
+    @property
+    def rows_lost(self):
+        lost = sum(max(e.rows, 0) for e in self.missing + self.unreadable)
+        return lost + sum(max(old.rows - new.rows, 0) for old, new in self.readable if old.rows >= 0)
+
+
+def _find_damage(spark, proto, current):
+    """What differs between the timeline's record and the files: gone, changed in size or
+    rows, or unreadable (whatever their size)."""
+    index = proto.timeline.file_index()
+    missing, changed = damaged_files(index, current)
+    size_now = {f.path: f.bytes for f in current}
+    rows_now, unreadable = _rows_per_file(spark, proto.location,
+                                          [p for p in size_now if p in index])
+    readable = [(index[p], file_entry(index[p].partition, p, rows_now[p], size_now[p]))
+                for p in sorted(rows_now)
+                if size_now[p] != index[p].bytes or rows_now[p] != index[p].rows >= 0]
+    return _Damage(missing, readable, [index[p] for p in sorted(unreadable)])
 
 
 def repair_table(spark, table, log=print) -> RepairResult:
     with locked_table(spark, table, "repair", log=log) as (info, fs, proto):
         current = current_files(fs, proto.location, proto.timeline)
-        missing, changed = damaged_files(proto.timeline.file_index(), current)
-        if not missing and not changed:
-            result = RepairResult("", 0, 0, 0, 0)
-            log(result.message)
-            return result
-        lost = sum(max(e.rows, 0) for e in missing)
-        added, unreadable = [], []
-        for entry, size in changed:
-            rows = _footer_rows(spark, proto.final_path(entry.path))
-            if rows is None:
-                unreadable.append(entry)
-                lost += max(entry.rows, 0)
-            else:
-                added.append(file_entry(entry.partition, entry.path, rows, size))
-                lost += max(entry.rows - rows, 0) if entry.rows >= 0 else 0
-        removed = missing + [e for e, _ in changed]
-        in_place = {e.path for e in missing} | {a.path for a in added}
+        damage = _find_damage(spark, proto, current)
+        if not (damage.missing or damage.readable or damage.unreadable):
+            log(RepairResult("", 0, 0, 0, 0).message)
+            return RepairResult("", 0, 0, 0, 0)
+        removed = damage.missing + [old for old, _ in damage.readable] + damage.unreadable
+        added = [new for _, new in damage.readable]  # recorded where they are
+        in_place = {e.path for e in damage.missing} | {a.path for a in added}
         instant = proto.request("repair", info.partition_columns, extra={
-            "rows_lost": lost, "files_missing": len(missing), "files_changed": len(changed),
-            "files_unreadable": len(unreadable)})
+            "rows_lost": damage.rows_lost, "files_missing": len(damage.missing),
+            "files_changed": len(damage.readable) + len(damage.unreadable),
+            "files_unreadable": len(damage.unreadable)})
         try:
             inflight = proto.mark_inflight(instant, added, removed, in_place=in_place)
-            proto.publish(inflight)
+            proto.publish(inflight)  # sets the unreadable files aside
             sync_changed_partitions(spark, fs, proto.location, table, partitions_of(added, removed))
             done = proto.complete(inflight)
         except Exception:
@@ -75,11 +109,13 @@ def repair_table(spark, table, log=print) -> RepairResult:
             sync_partitions(spark, table, bool(info.partition_columns))
             raise
         proto.cleanup(done)
-    result = RepairResult(done.instant, len(missing), len(changed), len(unreadable), lost)
-    for e in missing:
+    for e in damage.missing:
         log(f"missing: {e.path} ({format_count(e.rows)} rows)" if e.rows >= 0 else f"missing: {e.path}")
-    for e in unreadable:
-        log(f"unreadable, set aside at {proto.aside_dir(done.instant)}/{e.path} until the next "
-            f"commit: {e.path}")
+    for e in damage.unreadable:
+        log(f"unreadable: {e.path}, set aside at {proto.aside_dir(done.instant)}/{e.path} until "
+            f"the next commit")
+    result = RepairResult(done.instant, len(damage.missing),
+                          len(damage.readable) + len(damage.unreadable), len(damage.unreadable),
+                          damage.rows_lost)
     log(result.message)
     return result

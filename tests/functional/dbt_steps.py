@@ -3,8 +3,10 @@ and the Spark session start once instead of once per command.
 
     python dbt_steps.py '<json list of argument lists>'
 
-Each step's output is framed by marker lines, so the caller can split it per step."""
+Each step's output is framed by marker lines, so the caller can split it per step. A step
+["!sh", "<command>"] runs a shell command between dbt commands (a test damaging a table)."""
 import json
+import subprocess
 import sys
 
 from dbt.cli.main import dbtRunner
@@ -17,9 +19,12 @@ def main():
     failed = False
     for i, args in enumerate(steps):
         print(f"{BEGIN} {i}", flush=True)
-        result = dbtRunner().invoke(args)
-        print(f"{END} {i} success={bool(result.success)}", flush=True)
-        failed = failed or not result.success
+        if args[0] == "!sh":
+            success = subprocess.run(args[1], shell=True).returncode == 0
+        else:
+            success = bool(dbtRunner().invoke(args).success)
+        print(f"{END} {i} success={success}", flush=True)
+        failed = failed or not success
     return 1 if failed else 0
 
 

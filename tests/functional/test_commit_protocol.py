@@ -88,8 +88,8 @@ def test_a_second_writer_fails_at_once_naming_the_holder(spark, schema, events):
     write_dataframe(spark, events(days=2), table, CFG, **QUIET)
     fs, location = _location(spark, schema, "locked")
     # a live process on this host (our parent) holds the lock
-    holder = {"host": socket.gethostname(), "pid": os.getppid(), "operation": "upsert",
-              "since": "2026-11-22T10:00:00"}
+    holder = {**lock.holder_record("upsert"), "pid": os.getppid(),
+              "process_start": lock.process_start(os.getppid())}
     fs.write_bytes(f"{meta_dir_of(location)}/lock", json.dumps(holder).encode())
     with pytest.raises(LockError, match=f"pid {os.getppid()}.*upsert"):
         write_dataframe(spark, events(days=2, tag="v2"), table, CFG, **QUIET)
@@ -108,6 +108,53 @@ def test_a_stale_lock_of_a_dead_process_is_recovered(spark, schema, events):
     assert any("stale writer lock" in m for m in logs)
     assert rows_of(spark, schema, "stale") == rows_of_df(events(days=2, tag="v2"))
     assert not fs.exists(f"{meta_dir_of(location)}/lock")
+
+
+@pytest.fixture
+def other_process():
+    """A live process of this host that holds no lock: stands in for a reused pid."""
+    import subprocess
+    proc = subprocess.Popen(["sleep", "300"])
+    yield proc.pid
+    proc.kill()  # by its pid
+    proc.wait()
+
+
+@pytest.mark.parametrize("record", ["started_after_the_lock", "other_start_time", "no_holder"])
+def test_a_lock_whose_holder_is_not_that_process_is_stale(spark, schema, events, other_process,
+                                                          record):
+    table = TableRef(schema, f"reused_{record}")
+    write_dataframe(spark, events(days=2), table, CFG, **QUIET)
+    fs, location = _location(spark, schema, f"reused_{record}")
+    holder = {"host": socket.gethostname(), "pid": other_process, "operation": "upsert"}
+    if record == "started_after_the_lock":  # a lock of an earlier version: no start time
+        holder["since"] = "2023-01-01T00:00:00+0000"
+    elif record == "other_start_time":
+        holder.update(since="2026-11-22T10:00:00+0000",
+                      process_start=lock.process_start(other_process) - 100)
+    else:
+        holder = {}
+    fs.write_bytes(f"{meta_dir_of(location)}/lock", json.dumps(holder).encode())
+    logs = []
+    write_dataframe(spark, events(days=2, tag="v2"), table, CFG, log=logs.append)
+    assert any("stale writer lock" in m for m in logs), logs
+    assert rows_of(spark, schema, f"reused_{record}") == rows_of_df(events(days=2, tag="v2"))
+
+
+def test_a_live_holder_keeps_its_lock_and_the_error_says_how_to_break_it(spark, schema, events,
+                                                                        other_process):
+    table = TableRef(schema, "held")
+    write_dataframe(spark, events(days=2), table, CFG, **QUIET)
+    fs, location = _location(spark, schema, "held")
+    path = f"{meta_dir_of(location)}/lock"
+    holder = {**lock.holder_record("upsert"), "pid": other_process,
+              "process_start": lock.process_start(other_process)}
+    fs.write_bytes(path, json.dumps(holder).encode())
+    with pytest.raises(LockError, match=f"pid {other_process}, upsert since .* ago; lock file "
+                                        f"{path}.*delete the lock file"):
+        write_dataframe(spark, events(days=2, tag="v2"), table, CFG, **QUIET)
+    assert fs.exists(path)
+    fs.delete(path)
 
 
 def test_corrupt_timeline_is_a_clear_error_never_a_silent_rewrite(spark, schema, events):

@@ -60,7 +60,8 @@ def _dbt_steps(project, home, target, *steps):
     """Several dbt commands in one process (tests/functional/dbt_steps.py): one JVM start
     instead of one per command. Returns a _Step per command, in order."""
     import json
-    args = [[*step, "--profiles-dir", str(project), "--target", target] for step in steps]
+    args = [step if step[0] == "!sh" else [*step, "--profiles-dir", str(project), "--target", target]
+            for step in steps]
     out = _dbt(project, home, target, json.dumps(args), runner=[sys.executable, str(STEPS)])
     results, current = [], None
     for line in out.stdout.splitlines(keepends=True):
@@ -153,12 +154,35 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
     assert "day=2025-03-01" in html and "hilbert" in html and "http" not in html
 
 
-def test_bad_config_fails_the_model_naming_key_and_value(mini):
+def test_bad_config_and_damaged_files_fail_the_model_with_the_way_out(mini):
     project, home = mini
-    out = _dbt(project, home, "embedded", "run", "--select", "bad_limit", "bad_key", "bad_strategy")
-    assert out.returncode != 0
-    text = out.stdout
+    orders = home / "warehouse" / "sized_it.db" / "orders"
+    first_file = f"find {orders} -name '*.parquet' | sort | head -1"
+    bad, built, deleted, refused, repaired, rerun, zeroed, unreadable = _dbt_steps(
+        project, home, "embedded",
+        ["run", "--select", "bad_limit", "bad_key", "bad_strategy"],
+        ["run", "--select", "orders"],
+        ["!sh", f"rm $({first_file})"],
+        ["run", "--select", "orders", "--vars", "{batch: 2}"],
+        ["run-operation", "sized_repair", "--args", "{relation: sized_it.orders}"],
+        ["run", "--select", "orders", "--vars", "{batch: 2}"],
+        ["!sh", f"f=$({first_file}); head -c $(stat -c %s $f) /dev/zero > $f.x && mv $f.x $f"],
+        ["run", "--select", "orders", "--vars", "{batch: 2}"])
+    assert bad.returncode != 0
+    text = bad.stdout
     assert "small_file_limit: '200MB' is larger than target_file_size '128MB'" in text
     assert "unique_key: column(s) order_id not found in the model" in text
     assert "incremental_strategy: unknown value 'merge'" in text
     assert "ERROR=3" in text
+    assert built.returncode == 0 and deleted.returncode == 0, built.stdout[-3000:]
+    # a file deleted behind the table's back: the run fails naming it and the way out
+    assert refused.returncode != 0
+    assert "1 missing: day=" in refused.stdout
+    assert "dbt run-operation sized_repair --args '{relation: sized_it.orders}'" in refused.stdout
+    assert repaired.returncode == 0, repaired.stdout[-3000:]
+    assert "1 missing, 0 changed" in repaired.stdout and "rows lost" in repaired.stdout
+    assert rerun.returncode == 0, rerun.stdout[-3000:]
+    # a file overwritten in place: no py4j trace, its path and the way out
+    assert zeroed.returncode == 0 and unreadable.returncode != 0
+    assert "cannot read file:" in unreadable.stdout and "sized_repair" in unreadable.stdout
+    assert "Py4JJavaError" not in unreadable.stdout

@@ -19,7 +19,7 @@ from python_adapter.lock import LockError
 from python_adapter.timeline import Timeline, legacy_meta_dir_of, meta_dir_of
 from python_adapter.transaction import WriteError
 from python_adapter.writer import recover_table, rollback_last_commit, write_dataframe
-from tests.functional.readers import local_dir, parquet_files
+from tests.functional.readers import DirectoryReader, local_dir, parquet_files
 
 REPO = Path(__file__).resolve().parents[2]
 QUIET = dict(log=lambda m: None)
@@ -65,6 +65,14 @@ def test_a_crash_at_every_step_of_a_definition_change_is_rolled_back(spark, sche
     else:
         new, new_cfg = _new(spark), _cfg("q")
     write_dataframe(spark, old, table, old_cfg, **QUIET)
+    fs = HadoopFS(spark)
+    with DirectoryReader(local_dir(fs.qualify(describe_table(spark, table).location))) as reader:
+        _crash_at_every_step(spark, table, name, (old, old_cfg), (new, new_cfg), monkeypatch)
+    assert reader.listings > 0 and not reader.bad, sorted(reader.bad)[:5]
+
+
+def _crash_at_every_step(spark, table, name, old_def, new_def, monkeypatch):
+    (old, old_cfg), (new, new_cfg) = old_def, new_def
     for point in POINTS:
         monkeypatch.setenv("SIZED_SPARK_FAULT", point)
         faults.reset()
