@@ -107,11 +107,14 @@ def partitions_of(*entry_lists):
 
 
 # Spark names the file a failed scan task was reading ("Encountered error while reading
-# file file:///.../part-0.parquet. SQLSTATE: KD001"; older: "Error while reading file").
-_READ_FAILED = re.compile(r"rror while reading file (\S+?)\.?(?:\s|$)")
+# file file:///.../part-0.parquet. SQLSTATE: KD001"), or whose footer it could not read
+# ("Could not read footer for file: file:/.../part-0.parquet. Please ensure ...").
+# Spark 3.5 may give only Parquet's own error: "file:/.../part-0.parquet is not a Parquet file".
+_READ_FAILED = re.compile(r"(?:rror while reading file|Could not read footer for file:) "
+                          r"(\S+?)\.?(?:\s|$)|(\S+) is not a Parquet file")
 
 
 def unreadable_file(exc):
     """The file a Spark read failed on, from its error (a py4j or Spark exception), or None."""
     m = _READ_FAILED.search(str(exc))
-    return m.group(1) if m else None
+    return (m.group(1) or m.group(2)) if m else None

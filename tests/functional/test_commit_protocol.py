@@ -179,7 +179,7 @@ def test_an_ordinary_failure_rolls_back_and_releases_the_lock(spark, schema, eve
     broken = events(days=3, tag="v2").selectExpr(
         "id", "day", "payload", "amount",
         "concat(tag, coalesce(cast(assert_true(id < 0) as string), '')) as tag")
-    with pytest.raises(Exception, match="id < 0"):
+    with pytest.raises(Exception, match="is not true|id < 0"):
         write_dataframe(spark, broken, table, CFG, **QUIET)
     assert rows_of(spark, schema, "fail") == rows_of_df(events(days=3))
     fs, location = _location(spark, schema, "fail")

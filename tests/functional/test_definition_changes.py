@@ -114,7 +114,7 @@ def test_a_failing_model_leaves_the_old_definition_and_rows(spark, schema):
     table = TableRef(schema, "fails")
     write_dataframe(spark, _old(spark), table, _cfg("p"), **QUIET)
     broken = _new(spark).selectExpr("id", "q", "x / cast(assert_true(id < 0) as int) as x")
-    with pytest.raises(Exception, match="id < 0"):
+    with pytest.raises(Exception, match="is not true|id < 0"):
         write_dataframe(spark, broken, table, _cfg("q"), full_refresh=True, **QUIET)
     assert describe_table(spark, table).partition_columns == ("p",)
     assert _rows(spark, f"{schema}.fails", _old(spark))
