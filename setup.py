@@ -29,10 +29,10 @@ setup(
     description="dbt-spark plugin whose sized_incremental materialization writes files of a target size",
     python_requires=">=3.10",
     packages=find_namespace_packages(include=["dbt", "dbt.*", "python_adapter", "python_adapter.*"],
-                                     exclude=["python_adapter.java*"]),
+                                     exclude=["python_adapter.io.java*"]),
     package_data={"dbt.include.sized_spark": ["dbt_project.yml", *macro_files()],
                   # compiled on first use by the JDK that runs Spark (fast_local_fs.py)
-                  "python_adapter": ["java/sizedspark/fs/*.java"]},
+                  "python_adapter.io": ["java/sizedspark/fs/*.java"]},
     include_package_data=False,
     install_requires=[
         "dbt-core>=1.10,<1.12",

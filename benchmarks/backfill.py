@@ -34,13 +34,13 @@ REPO = os.path.dirname(HERE)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from python_adapter.catalog import TableRef  # noqa: E402
-from python_adapter.config import parse_config  # noqa: E402
-from python_adapter.layout import size_stats  # noqa: E402
-from python_adapter.planning import ideal_file_count  # noqa: E402
-from python_adapter.routing import routing_keys, spark_hash_long  # noqa: E402
-from python_adapter.sizes import parse_size  # noqa: E402
-from python_adapter.writer import read_layout, write_dataframe  # noqa: E402
+from python_adapter.spark.catalog import TableRef  # noqa: E402
+from python_adapter.core.config import parse_config  # noqa: E402
+from python_adapter.core.layout import size_stats  # noqa: E402
+from python_adapter.core.planning import ideal_file_count  # noqa: E402
+from python_adapter.core.routing import routing_keys, spark_hash_long  # noqa: E402
+from python_adapter.core.sizes import parse_size  # noqa: E402
+from python_adapter.spark.writer import read_layout, write_dataframe  # noqa: E402
 
 SCHEMA = "bench"
 SOURCE = f"{SCHEMA}.source"          # the input, materialized once as a Parquet table ...
@@ -68,7 +68,7 @@ def start_spark(tmp, driver_memory, java_options="", fast_local_fs=True):
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 
-    from python_adapter.fast_local_fs import configure
+    from python_adapter.io.fast_local_fs import configure
 
     warehouse = os.path.join(tmp, "warehouse")
     metastore = os.path.join(tmp, "metastore_db")

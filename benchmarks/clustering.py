@@ -31,11 +31,11 @@ if HERE not in sys.path:
 
 from backfill import (SCHEMA, SEED, conf_set, finish_run, md_table, start_spark,  # noqa: E402
                       text_table)
-from python_adapter.catalog import TableRef  # noqa: E402
-from python_adapter.cluster_exec import run_clustering  # noqa: E402
-from python_adapter.config import parse_config  # noqa: E402
-from python_adapter.sizes import parse_size  # noqa: E402
-from python_adapter.writer import read_layout, write_dataframe  # noqa: E402
+from python_adapter.spark.catalog import TableRef  # noqa: E402
+from python_adapter.spark.cluster_exec import run_clustering  # noqa: E402
+from python_adapter.core.config import parse_config  # noqa: E402
+from python_adapter.core.sizes import parse_size  # noqa: E402
+from python_adapter.spark.writer import read_layout, write_dataframe  # noqa: E402
 
 TABLE = "cl_events"
 SOURCE = f"{SCHEMA}.cl_source"          # every row once, partitioned by arrival batch

@@ -22,7 +22,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 from backfill import start_spark  # noqa: E402  (puts the repository on sys.path)
-from python_adapter.fs import HadoopFS  # noqa: E402
+from python_adapter.io.fs import HadoopFS  # noqa: E402
 
 
 def last_pid():

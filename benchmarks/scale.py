@@ -7,7 +7,7 @@ on the embedded session (local[2]) and on the local standalone cluster, and what
     python benchmarks/scale.py [--rows 3000000] [--scales 1,10] [--partitions 365,3650]
                                [--modes embedded,cluster] [--batches 3] [--target 1MB]
 
-Engine under test: ours only (python_adapter.writer.write_dataframe with parse_config), called
+Engine under test: ours only (python_adapter.spark.writer.write_dataframe with parse_config), called
 as backfill.py and upsert.py call it. Per configuration (mode x rows x partitions), each in its
 own Python process and driver JVM (fresh heap, one SparkContext per process):
   backfill   full refresh of the generated table (backfill.py's generator with the number of
@@ -50,9 +50,9 @@ from backfill import materialize_source as backfill_source  # noqa: E402
 from clustering import engine_state  # noqa: E402
 from upsert import (FIRST_NEW_DAY, OURS, TABLES, batch_plan, listing,  # noqa: E402
                     materialize_batches, measure_batch, ours_config, table_location)
-from python_adapter.catalog import TableRef  # noqa: E402
-from python_adapter.sizes import parse_size  # noqa: E402
-from python_adapter.writer import write_dataframe  # noqa: E402
+from python_adapter.spark.catalog import TableRef  # noqa: E402
+from python_adapter.core.sizes import parse_size  # noqa: E402
+from python_adapter.spark.writer import write_dataframe  # noqa: E402
 
 CLUSTER_SCRIPT = os.path.join(REPO, "scripts", "spark_cluster.sh")
 TABLE = TABLES[OURS]                       # bench.up_ours: backfilled, then upserted
@@ -184,7 +184,7 @@ def start_session(tmp, mode, master, driver_memory, executor_memory):
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    from python_adapter.fast_local_fs import configure
+    from python_adapter.io.fast_local_fs import configure
 
     metastore = os.path.join(tmp, "metastore_db")
     # embedded: the local filesystem a dbt profile's embedded session gets

@@ -38,11 +38,11 @@ from backfill import (DATA_COLS, DAYS, SCHEMA, SEED, SOURCE, SOURCE_VIEW, START,
                       conf_set, create_plain_table, generated, materialize_source, md_table,
                       finish_run, start_spark, text_table)
 from clustering import engine_state  # noqa: E402
-from python_adapter.catalog import TableRef, describe_table  # noqa: E402
-from python_adapter.config import parse_config  # noqa: E402
-from python_adapter.fs import HadoopFS  # noqa: E402
-from python_adapter.sizes import parse_size  # noqa: E402
-from python_adapter.writer import write_dataframe  # noqa: E402
+from python_adapter.spark.catalog import TableRef, describe_table  # noqa: E402
+from python_adapter.core.config import parse_config  # noqa: E402
+from python_adapter.io.fs import HadoopFS  # noqa: E402
+from python_adapter.core.sizes import parse_size  # noqa: E402
+from python_adapter.spark.writer import write_dataframe  # noqa: E402
 
 OURS, APPEND, OVERWRITE = "ours upsert", "dbt append", "dbt insert_overwrite"
 METHODS = (OURS, APPEND, OVERWRITE)

@@ -1,5 +1,5 @@
 {#-- sized_incremental: the model's SQL is planned and written by the adapter in files of
-     target_file_size (python_adapter.writer); this macro only wires dbt's lifecycle. --#}
+     target_file_size (python_adapter.spark.writer); this macro only wires dbt's lifecycle. --#}
 {% materialization sized_incremental, adapter='sized_spark', supported_languages=['sql'] %}
   {#-- first: over thrift / http / odbc the model fails here, before any hook or SQL runs --#}
   {%- do adapter.sized_require_session('sized_incremental model ' ~ this.schema ~ '.' ~ this.identifier) -%}

@@ -11,7 +11,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
-    from python_adapter.fast_local_fs import configure
+    from python_adapter.io.fast_local_fs import configure
 
     home = tmp_path_factory.mktemp("spark_home")
     session = (configure(SparkSession.builder, "local[2]")

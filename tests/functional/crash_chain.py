@@ -24,10 +24,10 @@ B = ("region", """select cast(id as bigint) as id, concat('r', id % 5) as region
 def main():
     from pyspark.sql import SparkSession
 
-    from python_adapter.catalog import TableRef, describe_table
-    from python_adapter.config import parse_config
-    from python_adapter.fast_local_fs import configure
-    from python_adapter.writer import recover_table, write_dataframe
+    from python_adapter.spark.catalog import TableRef, describe_table
+    from python_adapter.core.config import parse_config
+    from python_adapter.io.fast_local_fs import configure
+    from python_adapter.spark.writer import recover_table, write_dataframe
 
     home, expect, actions = sys.argv[1], sys.argv[2], sys.argv[3:]
     spark = (configure(SparkSession.builder, "local[2]")

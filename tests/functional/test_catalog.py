@@ -1,6 +1,6 @@
 """describe_table reads one DESCRIBE TABLE EXTENDED; it must agree with what the catalog
 itself says of the table (listColumns, the table's location), whatever the columns."""
-from python_adapter.catalog import TableRef, describe_table
+from python_adapter.spark.catalog import TableRef, describe_table
 
 
 def test_describe_table_agrees_with_the_catalog(spark, schema):

@@ -3,12 +3,12 @@ unchanged, async plans, and upserts while a plan is pending."""
 import pytest
 from pyspark.sql import functions as F
 
-from python_adapter.catalog import TableRef, describe_table
-from python_adapter.cluster_exec import run_clustering, scheduled_plans
-from python_adapter.config import parse_config
-from python_adapter.fs import HadoopFS
-from python_adapter.timeline import Timeline
-from python_adapter.writer import read_layout, write_dataframe
+from python_adapter.spark.catalog import TableRef, describe_table
+from python_adapter.spark.cluster_exec import run_clustering, scheduled_plans
+from python_adapter.core.config import parse_config
+from python_adapter.io.fs import HadoopFS
+from python_adapter.table.timeline import Timeline
+from python_adapter.spark.writer import read_layout, write_dataframe
 from tests.functional.helpers import files_by_partition
 
 QUIET = dict(log=lambda m: None)

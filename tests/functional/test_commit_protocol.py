@@ -6,14 +6,16 @@ import socket
 
 import pytest
 
-from python_adapter import commit, faults, lock
-from python_adapter.catalog import TableRef, describe_table
-from python_adapter.commit import LockError
-from python_adapter.config import parse_config
-from python_adapter.faults import InjectedCrash
-from python_adapter.fs import HadoopFS
-from python_adapter.timeline import Timeline, TimelineError, meta_dir_of
-from python_adapter.writer import recover_table, write_dataframe
+from python_adapter.table import commit
+from python_adapter.table import faults
+from python_adapter.table import lock
+from python_adapter.spark.catalog import TableRef, describe_table
+from python_adapter.table.commit import LockError
+from python_adapter.core.config import parse_config
+from python_adapter.table.faults import InjectedCrash
+from python_adapter.io.fs import HadoopFS
+from python_adapter.table.timeline import Timeline, TimelineError, meta_dir_of
+from python_adapter.spark.writer import recover_table, write_dataframe
 from tests.functional.helpers import rows_of, rows_of_df
 
 CFG = parse_config({"partition_by": ["day"], "incremental_strategy": "insert_overwrite",
@@ -190,7 +192,7 @@ def test_an_ordinary_failure_rolls_back_and_releases_the_lock(spark, schema, eve
 @pytest.mark.parametrize("point", ["inflight", "publish:2", "published"])
 def test_crash_during_rollback_keeps_the_last_completed_state(spark, schema, events,
                                                               monkeypatch, point):
-    from python_adapter.writer import rollback_last_commit
+    from python_adapter.spark.writer import rollback_last_commit
 
     table = TableRef(schema, "rbcrash")
     upsert = parse_config({"partition_by": ["day"], "unique_key": "id",

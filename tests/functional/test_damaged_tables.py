@@ -4,14 +4,14 @@ table as it is (a new instant listing the rows lost); column types that would tu
 into NULL stop incremental runs under every on_schema_change mode."""
 import pytest
 
-from python_adapter.catalog import TableRef, describe_table
-from python_adapter.config import SchemaChangeError, parse_config
-from python_adapter.fs import HadoopFS
-from python_adapter.repair import repair_table
-from python_adapter.table_files import unreadable_file
-from python_adapter.timeline import Timeline
-from python_adapter.transaction import DamagedTableError
-from python_adapter.writer import timeline_rows, write_dataframe
+from python_adapter.spark.catalog import TableRef, describe_table
+from python_adapter.core.config import SchemaChangeError, parse_config
+from python_adapter.io.fs import HadoopFS
+from python_adapter.spark.repair import repair_table
+from python_adapter.spark.table_files import unreadable_file
+from python_adapter.table.timeline import Timeline
+from python_adapter.spark.locking import DamagedTableError
+from python_adapter.spark.writer import timeline_rows, write_dataframe
 from tests.functional.helpers import rows_of, rows_of_df
 
 QUIET = dict(log=lambda m: None)

@@ -9,16 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from python_adapter import faults, lock
-from python_adapter.catalog import TableRef, describe_table
-from python_adapter.commit import CommitProtocol
-from python_adapter.config import parse_config
-from python_adapter.faults import InjectedCrash
-from python_adapter.fs import HadoopFS
-from python_adapter.lock import LockError
-from python_adapter.timeline import Timeline, legacy_meta_dir_of, meta_dir_of
-from python_adapter.transaction import WriteError
-from python_adapter.writer import recover_table, rollback_last_commit, write_dataframe
+from python_adapter.table import faults
+from python_adapter.table import lock
+from python_adapter.spark.catalog import TableRef, describe_table
+from python_adapter.table.commit import CommitProtocol
+from python_adapter.core.config import parse_config
+from python_adapter.table.faults import InjectedCrash
+from python_adapter.io.fs import HadoopFS
+from python_adapter.table.lock import LockError
+from python_adapter.table.timeline import Timeline, legacy_meta_dir_of, meta_dir_of
+from python_adapter.spark.locking import WriteError
+from python_adapter.spark.writer import recover_table, rollback_last_commit, write_dataframe
 from tests.functional.readers import DirectoryReader, local_dir, parquet_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -195,7 +196,7 @@ def test_a_table_of_an_earlier_version_is_moved_to_the_new_layout(spark, schema)
     spark.range(5).write.parquet(f"{old.staging_dir(crashed.instant)}/tmp")
     fs.rename([f for f in fs.list_files(f"{old.staging_dir(crashed.instant)}/tmp")
                if f.name.endswith(".parquet")][0].path, stray)
-    from python_adapter.commit import file_entry
+    from python_adapter.table.commit import file_entry
     inflight = old.mark_inflight(crashed, [file_entry("p=9", "p=9/part-x.parquet", 5, fs.size(stray),
                                                       staged_path=stray)], [])
     old.publish(inflight)

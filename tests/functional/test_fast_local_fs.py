@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from python_adapter.fast_local_fs import FS_CLASS
+from python_adapter.io.fast_local_fs import FS_CLASS
 
 
 def _jfs(spark, cls, umask):

@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from python_adapter.catalog import TableRef, describe_table
-from python_adapter.config import ConfigError, parse_config
-from python_adapter.fs import HadoopFS
-from python_adapter.timeline import Timeline
-from python_adapter.writer import write_dataframe
+from python_adapter.spark.catalog import TableRef, describe_table
+from python_adapter.core.config import ConfigError, parse_config
+from python_adapter.io.fs import HadoopFS
+from python_adapter.table.timeline import Timeline
+from python_adapter.spark.writer import write_dataframe
 from tests.functional.readers import (DirectoryReader, duckdb_rows, local_dir, polars_rows,
                                       pyarrow_rows)
 

@@ -1,5 +1,5 @@
 """Settings set around one query: restored afterwards; shuffle partitions sized to the input."""
-from python_adapter.session_conf import session_conf, shuffle_conf
+from python_adapter.spark.session_conf import session_conf, shuffle_conf
 
 
 def test_settings_are_restored_or_unset(spark):

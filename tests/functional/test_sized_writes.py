@@ -2,10 +2,10 @@
 import pytest
 from pyspark.sql import functions as F
 
-from python_adapter.catalog import TableRef
-from python_adapter.config import ConfigError, parse_config
-from python_adapter.routing import routing_keys, spark_hash_long
-from python_adapter.writer import write_dataframe
+from python_adapter.spark.catalog import TableRef
+from python_adapter.core.config import ConfigError, parse_config
+from python_adapter.core.routing import routing_keys, spark_hash_long
+from python_adapter.spark.writer import write_dataframe
 from tests.functional.helpers import files_by_partition, layout, rows_of, rows_of_df
 
 TARGET = 16_000

@@ -1,9 +1,9 @@
 """Reading a chosen set of a table's files, listing them, and telling the metastore which
 partitions a commit changed -- on a real Hive table with awkward partition values."""
-from python_adapter.catalog import TableRef, describe_table
-from python_adapter.fs import HadoopFS
-from python_adapter.local_table import local_table
-from python_adapter.table_files import read_files, sync_changed_partitions, with_file_values
+from python_adapter.spark.catalog import TableRef, describe_table
+from python_adapter.io.fs import HadoopFS
+from python_adapter.spark.local_table import local_table
+from python_adapter.spark.table_files import read_files, sync_changed_partitions, with_file_values
 
 AWKWARD = ["plain", "a b", "x/y", "50%", "it's", None]
 

@@ -2,11 +2,11 @@
 import pytest
 from pyspark.sql import functions as F
 
-from python_adapter.catalog import TableRef, describe_table
-from python_adapter.config import ConfigError, parse_config
-from python_adapter.fs import HadoopFS
-from python_adapter.timeline import Timeline
-from python_adapter.writer import learned_bytes_per_row, write_dataframe
+from python_adapter.spark.catalog import TableRef, describe_table
+from python_adapter.core.config import ConfigError, parse_config
+from python_adapter.io.fs import HadoopFS
+from python_adapter.table.timeline import Timeline
+from python_adapter.spark.writer import learned_bytes_per_row, write_dataframe
 from tests.functional.helpers import files_by_partition, layout, rows_of, rows_of_df
 
 TARGET = 16_000
@@ -274,8 +274,8 @@ def test_bytes_per_row_is_learned_from_earlier_commits(spark, schema, events):
 
 
 def test_rollback_restores_the_state_before_the_last_commit(spark, schema, events):
-    from python_adapter.writer import rollback_last_commit, timeline_rows
-    from python_adapter.writer import WriteError
+    from python_adapter.spark.writer import rollback_last_commit, timeline_rows
+    from python_adapter.spark.writer import WriteError
 
     table = TableRef(schema, "rb")
     base = events(days=3)

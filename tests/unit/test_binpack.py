@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from python_adapter.binpack import (
+from python_adapter.core.binpack import (
     FileRewrite,
     PartitionWritePlan,
     plan_inserts,

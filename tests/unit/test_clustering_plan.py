@@ -2,8 +2,8 @@ import itertools
 
 import pytest
 
-from python_adapter.clustering import cluster_options, plan_groups
-from python_adapter.curves import hilbert_index, z_value
+from python_adapter.core.clustering import cluster_options, plan_groups
+from python_adapter.core.curves import hilbert_index, z_value
 
 
 def test_groups_take_small_files_largest_first_within_bytes_bound():

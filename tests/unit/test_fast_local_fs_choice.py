@@ -4,7 +4,7 @@ import zipfile
 
 import pytest
 
-from python_adapter import fast_local_fs as f
+from python_adapter.io import fast_local_fs as f
 
 
 def test_the_master_comes_from_submit_args_or_confs_then_env():

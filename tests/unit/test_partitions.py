@@ -1,8 +1,8 @@
 """Partition directories from the texts of partition values, as Spark writes them."""
 import pytest
 
-from python_adapter.config import ConfigError
-from python_adapter.partitions import (check_partition_texts, parse_partition_path,
+from python_adapter.core.config import ConfigError
+from python_adapter.core.partitions import (check_partition_texts, parse_partition_path,
                                        partition_path)
 
 AWKWARD = ["a/b", "x=y", "50%", "c:d", "with space", "ünï", "日本", ".hidden", "_u", "..",

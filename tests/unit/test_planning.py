@@ -1,10 +1,10 @@
 import math
 import random
 
-from python_adapter.layout import Layout, LayoutFile, layout_problems, layout_rows, size_stats
-from python_adapter.planning import (apportion_files, file_id_ranges, files_for_rows,
+from python_adapter.core.layout import Layout, LayoutFile, layout_problems, layout_rows, size_stats
+from python_adapter.core.planning import (apportion_files, file_id_ranges, files_for_rows,
                                      ideal_file_count, plan_partitions, plan_static)
-from python_adapter.routing import routing_keys, spark_hash_long
+from python_adapter.core.routing import routing_keys, spark_hash_long
 
 
 def test_file_count_formula_of_algorithm_1():

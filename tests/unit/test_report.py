@@ -5,11 +5,11 @@ from html.parser import HTMLParser
 
 import pytest
 
-from python_adapter.layout import Layout, LayoutFile
-from python_adapter.report import (MAX_HEATMAP_PARTITIONS, MAX_RANGE_ROWS, bin_counts,
+from python_adapter.core.layout import Layout, LayoutFile
+from python_adapter.report.html import (MAX_HEATMAP_PARTITIONS, MAX_RANGE_ROWS, bin_counts,
                                    range_overlaps, render_report, replay_timeline, size_bins)
-from python_adapter.sizes import format_size
-from python_adapter.timeline import FileEntry, Instant
+from python_adapter.core.sizes import format_size
+from python_adapter.table.timeline import FileEntry, Instant
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 TARGET, SMALL = 1000, 800

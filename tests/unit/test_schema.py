@@ -1,7 +1,7 @@
 """Which type changes an incremental run may cast the new rows across (schema.keeps_values)."""
 import pytest
 
-from python_adapter.schema import keeps_values, normal_type
+from python_adapter.core.schema import keeps_values, normal_type
 
 
 @pytest.mark.parametrize("source, target", [

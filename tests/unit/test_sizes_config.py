@@ -1,7 +1,7 @@
 import pytest
 
-from python_adapter.config import ConfigError, check_columns, parse_config
-from python_adapter.sizes import format_duration, format_size, parse_size
+from python_adapter.core.config import ConfigError, check_columns, parse_config
+from python_adapter.core.sizes import format_duration, format_size, parse_size
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -1,4 +1,4 @@
-from python_adapter.slot_write import staged_file
+from python_adapter.spark.slot_write import staged_file
 
 
 def test_slot_directory_is_dropped_and_its_number_kept_in_the_name():

@@ -1,5 +1,5 @@
 """Parsing Hadoop's FileStatus text, one status or a whole ArrayUtils.toString(FileStatus[])."""
-from python_adapter.fs import _split_status_array, parse_status_text
+from python_adapter.io.fs import _split_status_array, parse_status_text
 
 
 def _status(path, is_dir=False, length=7, mtime=1700000000000):

@@ -1,6 +1,6 @@
 import pytest
 
-from python_adapter.timeline import (FileEntry, Instant, SCHEMA_VERSION, TimelineError, decode,
+from python_adapter.table.timeline import (FileEntry, Instant, SCHEMA_VERSION, TimelineError, decode,
                                      encode, new_instant_id, parse_file_name)
 
 

@@ -13,16 +13,16 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.sized_spark.connections import SizedSparkConnectionManager
-from python_adapter.lock import LockError
-from python_adapter.repair import repair_table
-from python_adapter.table_files import unreadable_file
-from python_adapter.config import ConfigError, SchemaChangeError, parse_config
-from python_adapter.cluster_exec import run_clustering
-from python_adapter.layout import (LAYOUT_COLUMNS, file_columns, file_rows, layout_problems,
+from python_adapter.table.lock import LockError
+from python_adapter.spark.repair import repair_table
+from python_adapter.spark.table_files import unreadable_file
+from python_adapter.core.config import ConfigError, SchemaChangeError, parse_config
+from python_adapter.spark.cluster_exec import run_clustering
+from python_adapter.core.layout import (LAYOUT_COLUMNS, file_columns, file_rows, layout_problems,
                                    layout_rows)
-from python_adapter.report import write_report
-from python_adapter.timeline import TimelineError
-from python_adapter.writer import (TIMELINE_COLUMNS, TableRef, WriteError, read_layout,
+from python_adapter.report.html import write_report
+from python_adapter.table.timeline import TimelineError
+from python_adapter.spark.writer import (TIMELINE_COLUMNS, TableRef, WriteError, read_layout,
                                    recover_table, rollback_last_commit, timeline_rows,
                                    write_model)
 

@@ -3,7 +3,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from python_adapter.sizes import format_size, parse_size
+from python_adapter.core.sizes import format_size, parse_size
 
 LAYOUT_COLUMNS = ["partition", "files", "rows", "bytes", "min_file", "median_file", "max_file",
                   "small_files", "size"]

@@ -2,7 +2,7 @@
 import math
 from dataclasses import dataclass
 
-from python_adapter.binpack import split_size
+from python_adapter.core.binpack import split_size
 
 
 def files_for_rows(rows, bytes_per_row, target_file_size):

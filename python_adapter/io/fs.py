@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from py4j.protocol import Py4JJavaError
 
-from python_adapter.fast_local_fs import decode_fields, jar_loaded
+from python_adapter.io.fast_local_fs import decode_fields, jar_loaded
 
 # Hadoop's FileStatus.toString(): "<Class>{path=...; isDirectory=...; length=... (files only);
 # ...; modification_time=...; ...}". One py4j call per entry instead of one per attribute

@@ -18,13 +18,13 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.binpack import plan_partition_write, summarize
-from python_adapter.config import ConfigError
-from python_adapter.local_table import local_table
-from python_adapter.partitions import check_partition_texts, partition_path
-from python_adapter.session_conf import session_conf, shuffle_conf
-from python_adapter.slot_write import FIRST_ROW, SLOT, cached_size, write_slots
-from python_adapter.table_files import read_files, with_file_values
+from python_adapter.core.binpack import plan_partition_write, summarize
+from python_adapter.core.config import ConfigError
+from python_adapter.spark.local_table import local_table
+from python_adapter.core.partitions import check_partition_texts, partition_path
+from python_adapter.spark.session_conf import session_conf, shuffle_conf
+from python_adapter.spark.slot_write import FIRST_ROW, SLOT, cached_size, write_slots
+from python_adapter.spark.table_files import read_files, with_file_values
 
 SEED = 4242
 _ORDERABLE = (T.NumericType, T.StringType, T.DateType, T.TimestampType)

@@ -16,7 +16,7 @@ import uuid
 from datetime import datetime
 from typing import Optional
 
-from python_adapter.sizes import format_duration
+from python_adapter.core.sizes import format_duration
 
 _HELD = {}  # lock path -> token, for the locks this process holds right now
 

@@ -13,12 +13,12 @@ from urllib.parse import unquote
 
 from pyspark.sql import functions as F
 
-from python_adapter.catalog import sync_partitions
-from python_adapter.commit import file_entry
-from python_adapter.sizes import format_count
-from python_adapter.table_files import (partitions_of, read_files, sync_changed_partitions,
+from python_adapter.spark.catalog import sync_partitions
+from python_adapter.table.commit import file_entry
+from python_adapter.core.sizes import format_count
+from python_adapter.spark.table_files import (partitions_of, read_files, sync_changed_partitions,
                                         unreadable_file)
-from python_adapter.transaction import current_files, damaged_files, locked_table
+from python_adapter.spark.locking import current_files, damaged_files, locked_table
 
 
 @dataclass

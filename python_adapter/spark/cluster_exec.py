@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.catalog import sync_partitions
-from python_adapter.transaction import WriteError, current_files, locked_table
-from python_adapter.clustering import cluster_options, plan_groups
-from python_adapter.sizes import format_duration, format_size
-from python_adapter.timeline import FileEntry
-from python_adapter.routing import routing_keys
-from python_adapter.table_files import (partitions_of, read_files, sync_changed_partitions,
+from python_adapter.spark.catalog import sync_partitions
+from python_adapter.spark.locking import WriteError, current_files, locked_table
+from python_adapter.core.clustering import cluster_options, plan_groups
+from python_adapter.core.sizes import format_duration, format_size
+from python_adapter.table.timeline import FileEntry
+from python_adapter.core.routing import routing_keys
+from python_adapter.spark.table_files import (partitions_of, read_files, sync_changed_partitions,
                                         with_file_values)
 
 RANK_BITS = 10   # ranks in [0, 1024) per column: Z / Hilbert values fit a bigint up to 6 columns
@@ -114,7 +114,7 @@ def _schedule(proto, pcols, options, groups, current):
 
 
 def _execute(spark, fs, proto, table, info, plan, result, log):
-    from python_adapter.writer import _staged_entries
+    from python_adapter.spark.writer import _staged_entries
 
     current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
                                                 check=f"{table.schema}.{table.identifier}")}
@@ -227,7 +227,7 @@ def _curve(df, cluster_by, strategy, keep_partitioning=False):
     else:
         # Executors may not have this package installed: ship the curve code with the UDF.
         from pyspark import cloudpickle
-        from python_adapter import curves
+        from python_adapter.core import curves
 
         cloudpickle.register_pickle_by_value(curves)
         bits = RANK_BITS

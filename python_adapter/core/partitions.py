@@ -8,7 +8,7 @@ writes. The text is escaped the way ExternalCatalogUtils.escapePathName does.
 """
 from typing import Iterable, Optional, Sequence
 
-from python_adapter.config import ConfigError
+from python_adapter.core.config import ConfigError
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # Texts that Hive's layout writes to the default partition, like NULL: read back as NULL.

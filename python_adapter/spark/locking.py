@@ -8,12 +8,12 @@ import os
 from contextlib import contextmanager
 from typing import List, Sequence
 
-from python_adapter.catalog import (CREATED_BY, describe_table, drop_definition, replay_create,
+from python_adapter.spark.catalog import (CREATED_BY, describe_table, drop_definition, replay_create,
                                     sync_partitions, table_property)
-from python_adapter.commit import CommitProtocol, file_entry
-from python_adapter.fs import HadoopFS
-from python_adapter.sizes import format_count
-from python_adapter.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,  # noqa: F401
+from python_adapter.table.commit import CommitProtocol, file_entry
+from python_adapter.io.fs import HadoopFS
+from python_adapter.core.sizes import format_count
+from python_adapter.table.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,  # noqa: F401
                                      PREVIOUS_TYPE, FileEntry)
 
 

@@ -10,30 +10,30 @@ from pyspark import StorageLevel
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.catalog import (TableRef, add_columns, create_table, describe_table,
+from python_adapter.spark.catalog import (TableRef, add_columns, create_table, describe_table,
                                     drop_definition, set_data_columns, show_create,
                                     sync_partitions, table_location)
-from python_adapter.commit import file_entry
-from python_adapter.faults import fault_point
-from python_adapter.partitions import NULL_LIKE, check_partition_texts
-from python_adapter.transaction import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
+from python_adapter.table.commit import file_entry
+from python_adapter.table.faults import fault_point
+from python_adapter.core.partitions import NULL_LIKE, check_partition_texts
+from python_adapter.spark.locking import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
                                         PREVIOUS_TYPE, WriteError, current_files,
                                         locked_locations, locked_table, open_table,
                                         restore_definitions)
-from python_adapter.config import ConfigError, SchemaChangeError, check_columns
-from python_adapter.distribution import distribute
-from python_adapter.footers import staged_footers
-from python_adapter.fs import HadoopFS
-from python_adapter.layout import Layout, LayoutFile
-from python_adapter.measure import measure_bytes_per_row
-from python_adapter.planning import plan_partitions, plan_static
-from python_adapter.schema import keeps_values, normal_type
-from python_adapter.sizes import format_duration, format_size
-from python_adapter.slot_write import staged_file
-from python_adapter.table_files import partitions_of, read_files, sync_changed_partitions
-from python_adapter.timeline import Timeline, meta_dir_of
-from python_adapter.upsert import KeyCheck, encode_key, stage_upsert, validate_keys
-from python_adapter.cluster_exec import pending_plan_files, run_clustering
+from python_adapter.core.config import ConfigError, SchemaChangeError, check_columns
+from python_adapter.spark.distribution import distribute
+from python_adapter.io.footers import staged_footers
+from python_adapter.io.fs import HadoopFS
+from python_adapter.core.layout import Layout, LayoutFile
+from python_adapter.spark.measure import measure_bytes_per_row
+from python_adapter.core.planning import plan_partitions, plan_static
+from python_adapter.core.schema import keeps_values, normal_type
+from python_adapter.core.sizes import format_duration, format_size
+from python_adapter.spark.slot_write import staged_file
+from python_adapter.spark.table_files import partitions_of, read_files, sync_changed_partitions
+from python_adapter.table.timeline import Timeline, meta_dir_of
+from python_adapter.spark.upsert import KeyCheck, encode_key, stage_upsert, validate_keys
+from python_adapter.spark.cluster_exec import pending_plan_files, run_clustering
 
 __all__ = ["TableRef", "WriteError", "WriteResult", "write_model", "write_dataframe", "read_layout",
            "recover_table", "timeline_rows", "rollback_last_commit", "TIMELINE_COLUMNS"]

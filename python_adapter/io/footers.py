@@ -7,8 +7,8 @@ a Spark job, which spreads the footer reads over the executors.
 """
 from py4j.protocol import Py4JJavaError
 
-from python_adapter.fast_local_fs import decode_fields, jar_loaded
-from python_adapter.fs import _local_path
+from python_adapter.io.fast_local_fs import decode_fields, jar_loaded
+from python_adapter.io.fs import _local_path
 
 
 def staged_footers(spark, staging, key_col=None):

@@ -10,10 +10,10 @@ import re
 
 from pyspark.sql import functions as F
 
-from python_adapter.catalog import sql_string, sync_partitions
-from python_adapter.local_table import local_table
-from python_adapter.partitions import parse_partition_path
-from python_adapter.session_conf import session_conf
+from python_adapter.spark.catalog import sql_string, sync_partitions
+from python_adapter.spark.local_table import local_table
+from python_adapter.core.partitions import parse_partition_path
+from python_adapter.spark.session_conf import session_conf
 
 
 _DISCOVERY = "spark.sql.sources.parallelPartitionDiscovery.threshold"

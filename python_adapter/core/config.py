@@ -6,7 +6,7 @@ Pure: takes the raw config dict dbt hands over, returns a frozen `SizedConfig`, 
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
-from python_adapter.sizes import parse_size
+from python_adapter.core.sizes import parse_size
 
 STRATEGIES = ("upsert", "insert", "insert_overwrite")
 DISTRIBUTIONS = ("range", "exact", "hash", "none")

@@ -8,8 +8,8 @@ import math
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.planning import file_id_ranges
-from python_adapter.routing import assign_tasks, routing_keys
+from python_adapter.core.planning import file_id_ranges
+from python_adapter.core.routing import assign_tasks, routing_keys
 
 SEED = 20261122
 # exact: a task may write files of several partitions (one each), so a table of many small

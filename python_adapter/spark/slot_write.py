@@ -12,10 +12,10 @@ several files of one partition; `staged_file` maps a staged file to its place in
 """
 from pyspark.sql import functions as F
 
-from python_adapter.local_table import local_table
-from python_adapter.routing import assign_tasks, routing_keys
-from python_adapter.session_conf import session_conf
-from python_adapter.sizes import format_size
+from python_adapter.spark.local_table import local_table
+from python_adapter.core.routing import assign_tasks, routing_keys
+from python_adapter.spark.session_conf import session_conf
+from python_adapter.core.sizes import format_size
 
 SLOT = "__sized_slot"
 FIRST_ROW = "__sized_first"   # true on row 0 of each file read for a rewrite

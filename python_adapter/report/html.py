@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Optional
 
-from python_adapter.sizes import format_size
+from python_adapter.core.sizes import format_size
 
 OVERSIZE_RATIO = 1.25          # a file above 1.25 x target counts as oversized
 MAX_HEATMAP_PARTITIONS = 40    # heat-map rows; the strip above it shows every partition
@@ -777,8 +777,8 @@ footer{color:#9ca3af;font-size:12px;text-align:center}
 
 
 def render_report(title, layout, instants, generated_at, location=None):
-    """The HTML report of one table (a str): `layout` a python_adapter.layout.Layout,
-    `instants` the table's timeline (python_adapter.timeline.Instant, any order),
+    """The HTML report of one table (a str): `layout` a python_adapter.core.layout.Layout,
+    `instants` the table's timeline (python_adapter.table.timeline.Instant, any order),
     `generated_at` a datetime or a string. Pure: no Spark, no file access."""
     instants = sorted(instants, key=lambda i: i.instant)
     target, small = resolve_limits(layout, instants)
@@ -811,10 +811,10 @@ def write_report(spark, table_ref, path, log=print):
     """Render the report of a table and write it to `path` (a local path, file://, hdfs://,
     s3a://...; a path without a scheme resolves like Hadoop does, against fs.defaultFS).
     Overwrites; returns the qualified path written."""
-    from python_adapter.catalog import TableRef
-    from python_adapter.timeline import Timeline
-    from python_adapter.transaction import open_table
-    from python_adapter.writer import read_layout
+    from python_adapter.spark.catalog import TableRef
+    from python_adapter.table.timeline import Timeline
+    from python_adapter.spark.locking import open_table
+    from python_adapter.spark.writer import read_layout
 
     if isinstance(table_ref, str):
         schema, _, identifier = table_ref.partition(".")

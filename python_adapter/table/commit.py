@@ -10,9 +10,9 @@ import os
 import time
 from dataclasses import replace
 
-from python_adapter.faults import fault_point
-from python_adapter.lock import LockError, WriterLock  # noqa: F401  (LockError: its old home)
-from python_adapter.timeline import (FileEntry, Instant, Timeline, legacy_meta_dir_of,
+from python_adapter.table.faults import fault_point
+from python_adapter.table.lock import LockError, WriterLock  # noqa: F401  (LockError: its old home)
+from python_adapter.table.timeline import (FileEntry, Instant, Timeline, legacy_meta_dir_of,
                                      new_instant_id)
 
 

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Tuple
 
-from python_adapter.sizes import parse_size
+from python_adapter.core.sizes import parse_size
 
 STRATEGIES = ("linear", "zorder", "hilbert")
 

@@ -16,7 +16,7 @@ from typing import Tuple
 
 import fastavro
 
-from python_adapter.fs import FileStatus
+from python_adapter.io.fs import FileStatus
 
 SCHEMA_VERSION = 1
 STATES = ("requested", "inflight", "completed")
