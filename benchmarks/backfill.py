@@ -40,7 +40,8 @@ from python_adapter.core.layout import size_stats  # noqa: E402
 from python_adapter.core.planning import ideal_file_count  # noqa: E402
 from python_adapter.core.routing import routing_keys, spark_hash_long  # noqa: E402
 from python_adapter.core.sizes import parse_size  # noqa: E402
-from python_adapter.spark.writer import read_layout, write_dataframe  # noqa: E402
+from python_adapter.spark.describe import read_layout
+from python_adapter.spark.writer import write_dataframe
 
 SCHEMA = "bench"
 SOURCE = f"{SCHEMA}.source"          # the input, materialized once as a Parquet table ...

@@ -35,7 +35,8 @@ from python_adapter.spark.catalog import TableRef  # noqa: E402
 from python_adapter.spark.cluster_exec import run_clustering  # noqa: E402
 from python_adapter.core.config import parse_config  # noqa: E402
 from python_adapter.core.sizes import parse_size  # noqa: E402
-from python_adapter.spark.writer import read_layout, write_dataframe  # noqa: E402
+from python_adapter.spark.describe import read_layout
+from python_adapter.spark.writer import write_dataframe
 
 TABLE = "cl_events"
 SOURCE = f"{SCHEMA}.cl_source"          # every row once, partitioned by arrival batch

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 from python_adapter.core.sizes import parse_size
+from python_adapter.errors import ConfigError
 
 STRATEGIES = ("upsert", "insert", "insert_overwrite")
 DISTRIBUTIONS = ("range", "exact", "hash", "none")
@@ -20,14 +21,6 @@ DEFAULT_TARGET = "128MB"
 # Hudi's defaults put the small-file limit at ~78% of the max file size (100MB of 128MB);
 # keep that ratio when only the target is set, so setting one key never makes an invalid pair.
 SMALL_FILE_RATIO = 100 / 128
-
-
-class ConfigError(ValueError):
-    """A config value of a sized_incremental model is invalid."""
-
-
-class SchemaChangeError(ConfigError):
-    """The model's columns changed and on_schema_change does not allow it."""
 
 
 @dataclass(frozen=True)
@@ -181,3 +174,37 @@ def check_columns(config, columns):
             f"partition_by: {list(config.partition_by)} leaves no data column; "
             f"a Parquet table needs at least one column outside its partitions"
         )
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """A clustering plan's options (Hudi's size-based plan strategy)."""
+    cluster_by: Tuple[str, ...]
+    strategy: str = "linear"
+    target_file_size: int = 128 * 1000**2
+    small_file_limit: int = 300 * 1000**2      # Hudi: 300MB, above the write-time 100MB
+    max_bytes_per_group: int = 2 * 1000**3    # Hudi: 2GB
+    max_groups: int = 30                      # Hudi: 30
+
+
+def cluster_options(cluster_by, strategy="linear", target_file_size=None, small_file_limit=None,
+                    max_bytes_per_group=None, max_groups=None,
+                    write_small_file_limit=None) -> ClusterOptions:
+    """Validated clustering options, errors naming the key as for model config; defaults
+    scale from the table's target like Hudi's do from 1GB."""
+    if isinstance(cluster_by, str):
+        cluster_by = [cluster_by]
+    if not cluster_by or not all(isinstance(c, str) and c for c in cluster_by):
+        raise ConfigError(f"cluster_by: name at least one column to cluster by, got {cluster_by!r}")
+    strategy = _choice("cluster_strategy", strategy, CLUSTER_STRATEGIES, "linear")
+    target = _size("target_file_size", target_file_size, parse_size(DEFAULT_TARGET))
+    if target <= 0:
+        raise ConfigError(f"target_file_size: must be > 0, got {target_file_size!r}")
+    small = _size("cluster_small_file_limit", small_file_limit,
+                  3 * (write_small_file_limit or int(target * SMALL_FILE_RATIO)))
+    group = _size("cluster_max_bytes_per_group", max_bytes_per_group, 16 * target)
+    if group < target:
+        raise ConfigError(f"cluster_max_bytes_per_group: {max_bytes_per_group!r} is smaller than "
+                          f"target_file_size {target_file_size!r}")
+    groups = _positive_int("cluster_max_groups", max_groups) or 30
+    return ClusterOptions(tuple(cluster_by), strategy, target, small, group, groups)

@@ -814,7 +814,7 @@ def write_report(spark, table_ref, path, log=print):
     from python_adapter.spark.catalog import TableRef
     from python_adapter.table.timeline import Timeline
     from python_adapter.spark.locking import open_table
-    from python_adapter.spark.writer import read_layout
+    from python_adapter.spark.describe import read_layout
 
     if isinstance(table_ref, str):
         schema, _, identifier = table_ref.partition(".")

@@ -1,7 +1,12 @@
-"""The metastore side of a table: look it up, create it, sync its partitions."""
+"""The metastore side of a table: look it up, create it, define it again, sync its
+partitions (SparkCatalog: the table layer's CatalogSync)."""
 import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Iterable, Optional, Tuple
+
+from python_adapter.core.partitions import parse_partition_path
+from python_adapter.table.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
+                                           PREVIOUS_TYPE, Instant)
 
 
 @dataclass(frozen=True)
@@ -191,3 +196,79 @@ def set_data_columns(spark, table, fields):
     spark._jsparkSession.sharedState().externalCatalog().alterTableDataSchema(
         table.schema, table.identifier, jschema)
     spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+
+
+def partition_spec(rel_dir):
+    """"PARTITION (`a` = '1', `b` = 'x/y')" for the directory 'a=1/b=x%2Fy'; None for the
+    default (null) partition, which a literal spec cannot name."""
+    pairs = parse_partition_path(rel_dir)
+    if not pairs or any(text is None for _, text in pairs):
+        return None
+    return "PARTITION (" + ", ".join(f"`{c}` = {sql_string(t)}" for c, t in pairs) + ")"
+
+
+def sync_changed_partitions(spark, fs, location, table, partitions, registered=frozenset(),
+                            filled=frozenset()):
+    """Register the partitions (directories relative to the table) that now hold files and
+    drop those whose directory is gone: a write touches a few partitions, and listing all of
+    them (MSCK REPAIR) grows with the table. Falls back to MSCK when a partition is null.
+    registered: partitions that held files before the commit, so the metastore has them;
+    those still there need nothing (most partitions an upsert touches). filled: partitions
+    that just received a file, so exist without asking the filesystem."""
+    present, gone = [], []
+    for part in sorted(p for p in set(partitions) if p):
+        spec = partition_spec(part)
+        path = f"{location.rstrip('/')}/{part}"
+        exists = part in filled or fs.exists(path)
+        if exists and part in registered:
+            continue
+        if spec is None:
+            return sync_partitions(spark, table, partitioned=True)
+        if exists:
+            # The directory itself, not one derived again from the values: exact whatever
+            # escaping wrote it.
+            present.append(f"{spec} LOCATION {sql_string(path)}")
+        else:
+            gone.append(spec)
+    if present:
+        spark.sql(f"ALTER TABLE {table.quoted} ADD IF NOT EXISTS {' '.join(present)}")
+    if gone:
+        spark.sql(f"ALTER TABLE {table.quoted} DROP IF EXISTS {', '.join(gone)}")
+    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+
+
+def restore_definitions(spark, table, rolled_back, log=print):
+    """After rolling back instants that (re)defined the table (a first build, or a full
+    refresh that changed its columns, partitioning, format or location), put back the
+    definition from before them: drop the one they created (never its files) and create
+    the previous one from its recorded statement."""
+    for inst in reversed(rolled_back):
+        if inst.extra.get(DEFINES_TABLE) != "true":
+            continue
+        if describe_table(spark, table) is not None:
+            if table_property(spark, table, CREATED_BY) != inst.instant:
+                continue  # the definition from before the instant is still in place
+            drop_definition(spark, table)
+        if inst.extra.get(PREVIOUS_DDL):
+            replay_create(spark, table, inst.extra[PREVIOUS_DDL], inst.extra[PREVIOUS_LOCATION],
+                          managed=inst.extra.get(PREVIOUS_TYPE) == "MANAGED")
+            log(f"restored the definition of {table.quoted} from before {inst.instant}")
+        else:
+            log(f"dropped {table.quoted}, created by the unfinished {inst.instant}")
+
+
+class SparkCatalog:
+    """The CatalogSync of one table at one location in the session's metastore."""
+
+    def __init__(self, spark, fs, table: TableRef, location: str, log=print):
+        self.spark, self.fs, self.table, self.location, self.log = spark, fs, table, location, log
+
+    def sync(self, changed: set, registered: set, filled: set) -> None:
+        sync_changed_partitions(self.spark, self.fs, self.location, self.table, changed,
+                                registered=registered, filled=filled)
+
+    def after_rollback(self, instants: Iterable[Instant]) -> None:
+        restore_definitions(self.spark, self.table, list(instants), self.log)
+        info = describe_table(self.spark, self.table)
+        if info is not None:
+            sync_partitions(self.spark, self.table, bool(info.partition_columns))

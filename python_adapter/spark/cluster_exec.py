@@ -15,14 +15,18 @@ from dataclasses import dataclass
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.spark.catalog import sync_partitions
-from python_adapter.spark.locking import WriteError, current_files, locked_table
-from python_adapter.core.clustering import cluster_options, plan_groups
-from python_adapter.core.sizes import format_duration, format_size
-from python_adapter.table.timeline import FileEntry
+from python_adapter.core.clustering import plan_groups
+from python_adapter.core.config import ClusterOptions, cluster_options
 from python_adapter.core.routing import routing_keys
-from python_adapter.spark.table_files import (partitions_of, read_files, sync_changed_partitions,
-                                        with_file_values)
+from python_adapter.core.sizes import format_duration, format_size
+from python_adapter.errors import ConfigError
+from python_adapter.spark.catalog import SparkCatalog
+from python_adapter.spark.locking import locked_table
+from python_adapter.spark.staging import staged_entries
+from python_adapter.spark.table_files import read_files, with_file_values
+from python_adapter.table.files import current_files
+from python_adapter.table.timeline import FileEntry, pending_plan_files, scheduled_plans
+from python_adapter.table.transaction import Transaction
 
 RANK_BITS = 10   # ranks in [0, 1024) per column: Z / Hilbert values fit a bigint up to 6 columns
 
@@ -44,132 +48,150 @@ class ClusterResult:
                 f"({format_size(self.bytes)}) in {format_duration(self.seconds)}")
 
 
-def scheduled_plans(timeline):
-    return [i for i in timeline.pending()
-            if i.action == "replacecommit" and i.state == "requested"
-            and i.extra.get("scheduled") == "true"]
+@dataclass(frozen=True)
+class _Locked:
+    """A table with its writer lock held: what scheduling and executing plans work on."""
+    spark: object
+    table: object
+    info: object
+    fs: object
+    proto: object
+    log: object
 
-
-def pending_plan_files(timeline):
-    return {f.path for plan in scheduled_plans(timeline) for f in plan.removed}
+    @property
+    def name(self):
+        return f"{self.table.schema}.{self.table.identifier}"
 
 
 def run_clustering(spark, table, cluster_by=None, strategy="linear", schedule_only=False,
-                   log=print, **option_overrides):
+                   log=print, **option_overrides) -> ClusterResult:
     """Schedule a plan (when cluster_by is given) and, unless schedule_only, execute every
-    pending plan. Returns a ClusterResult."""
+    pending plan."""
     start = time.monotonic()
     with locked_table(spark, table, "clustering", log=log) as (info, fs, proto):
-        pcols = info.partition_columns
-        scheduled = 0
-        if cluster_by:
-            missing = [c for c in ([cluster_by] if isinstance(cluster_by, str) else cluster_by)
-                       if c.lower() not in {n.lower() for n in info.column_names}]
-            if missing:
-                raise WriteError(f"cluster_by: column(s) {', '.join(missing)} not found in "
-                                 f"{table.quoted}; its columns are {', '.join(info.column_names)}")
-            last = next((i for i in reversed(proto.timeline.completed(("commit",)))), None)
-            if last is not None and "target_file_size" in last.extra:
-                option_overrides.setdefault("target_file_size", int(last.extra["target_file_size"]))
-                option_overrides.setdefault("write_small_file_limit",
-                                            int(last.extra.get("small_file_limit", 0)) or None)
-            options = cluster_options(cluster_by, strategy, **option_overrides)
-            current = current_files(fs, proto.location, proto.timeline,
-                                    check=f"{table.schema}.{table.identifier}")
-            by_part = {}
-            for f in current:
-                by_part.setdefault(f.partition, []).append((f.path, f.bytes))
-            groups = plan_groups(by_part, options, excluded=pending_plan_files(proto.timeline))
-            if groups:
-                _schedule(proto, pcols, options, groups, {f.path: f for f in current})
-                scheduled = len(groups)
-                log(f"clustering plan: {len(groups)} groups of "
-                    f"{sum(len(g.files) for g in groups)} files "
-                    f"({format_size(sum(g.bytes for g in groups))}), strategy {options.strategy} "
-                    f"on {', '.join(options.cluster_by)}")
-            else:
-                log("clustering plan: no file below the clustering small-file limit")
+        locked = _Locked(spark, table, info, fs, proto, log)
+        scheduled = _schedule(locked, cluster_by, strategy, option_overrides) if cluster_by else 0
         result = ClusterResult(scheduled, 0, 0, 0, 0, 0, 0.0)
         if not schedule_only:
             for plan in scheduled_plans(proto.timeline):
-                _execute(spark, fs, proto, table, info, plan, result, log)
+                _execute(locked, plan, result)
     result.seconds = time.monotonic() - start
     log(result.message)
     return result
 
 
-def _schedule(proto, pcols, options, groups, current):
-    removed = []
+def _options(locked, cluster_by, strategy, overrides) -> ClusterOptions:
+    """The plan's options: the call's, else sized from the table's last write."""
+    names = [cluster_by] if isinstance(cluster_by, str) else list(cluster_by)
+    columns = locked.info.column_names
+    missing = [c for c in names if c.lower() not in {n.lower() for n in columns}]
+    if missing:
+        raise ConfigError(f"cluster_by: column(s) {', '.join(missing)} not found in "
+                          f"{locked.table.quoted}; its columns are {', '.join(columns)}")
+    last = next((i for i in reversed(locked.proto.timeline.completed(("commit",)))), None)
+    if last is not None and "target_file_size" in last.extra:
+        overrides.setdefault("target_file_size", int(last.extra["target_file_size"]))
+        overrides.setdefault("write_small_file_limit",
+                             int(last.extra.get("small_file_limit", 0)) or None)
+    return cluster_options(names, strategy, **overrides)
+
+
+def _schedule(locked, cluster_by, strategy, overrides) -> int:
+    """Store a plan of the table's small files as a requested replacecommit; returns its
+    number of groups."""
+    proto, log = locked.proto, locked.log
+    options = _options(locked, cluster_by, strategy, overrides)
+    current = current_files(locked.fs, proto.location, proto.timeline, check=locked.name)
+    by_part = {}
+    for f in current:
+        by_part.setdefault(f.partition, []).append((f.path, f.bytes))
+    groups = plan_groups(by_part, options, excluded=pending_plan_files(proto.timeline))
+    if not groups:
+        log("clustering plan: no file below the clustering small-file limit")
+        return 0
+    entry = {f.path: f for f in current}
     extra = {"scheduled": "true", "strategy": options.strategy,
              "cluster_by": ",".join(options.cluster_by),
              "target_file_size": options.target_file_size}
+    removed = []
     for g in groups:
         extra[f"group.{g.group_id}.output_files"] = g.output_files
         for rel, _size in g.files:
-            f = current[rel]
+            f = entry[rel]
             removed.append(FileEntry(f.partition, f.path, f.rows, f.bytes, g.group_id, "",
                                      f.key_min, f.key_max))
-    instant = proto.request("cluster", pcols, action="replacecommit", extra=extra)
-    return proto.timeline.write(instant.with_state("requested", removed=tuple(removed)))
+    instant = proto.request("cluster", locked.info.partition_columns, action="replacecommit",
+                            extra=extra)
+    proto.timeline.write(instant.with_state("requested", removed=tuple(removed)))
+    log(f"clustering plan: {len(groups)} groups of {sum(len(g.files) for g in groups)} files "
+        f"({format_size(sum(g.bytes for g in groups))}), strategy {options.strategy} "
+        f"on {', '.join(options.cluster_by)}")
+    return len(groups)
 
 
-def _execute(spark, fs, proto, table, info, plan, result, log):
-    from python_adapter.spark.writer import _staged_entries
-
-    current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
-                                                check=f"{table.schema}.{table.identifier}")}
+def _still_as_planned(plan, current, log):
+    """{group id: [FileEntry]} of the plan's groups whose files are all still as planned;
+    a group an upsert rewrote since is dropped (planned again next time)."""
     groups, dropped = {}, set()
     for f in plan.removed:
         now = current.get(f.path)
         if now is None or now.bytes != f.bytes:
             dropped.add(f.file_group)
         groups.setdefault(f.file_group, []).append(f)
-    valid = {g: files for g, files in groups.items() if g not in dropped}
     if dropped:
         log(f"clustering plan {plan.instant}: {len(dropped)} group(s) changed since they were "
             f"planned (an upsert rewrote their files); dropping them, they are planned again "
             f"next time")
-    cluster_by = plan.extra["cluster_by"].split(",")
-    strategy = plan.extra["strategy"]
-    staging = proto.staging_dir(plan.instant) + "/data"
-    try:
-        table_name = f"{table.schema}.{table.identifier}"
-        schema = spark.table(table_name).schema
-        pcols = info.partition_columns
-        outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in valid}
-        single = [g for g in valid if outputs[g] == 1]
-        # Groups that become one file: one job, group i written whole by task i.
-        jobs = [single] if single else []
-        # Larger groups: one job each, range-partitioned within the group only, so a file
-        # never straddles two groups and each group gives exactly its planned files.
-        jobs += [[g] for g in valid if outputs[g] > 1]
-        for job in jobs:
-            rel_paths = [f.path for g in job for f in valid[g]]
-            df = read_files(spark, proto.location, schema, rel_paths)
-            log(f"clustering {len(rel_paths)} files of {len(job)} group(s) "
-                f"({strategy} on {', '.join(cluster_by)})")
-            if len(job) == 1:
-                out = order_rows(df, cluster_by, strategy, outputs[job[0]])
-            else:
-                out = one_file_per_group(spark, df, {g: [f.path for f in valid[g]] for g in job},
-                                         cluster_by, strategy, pcols)
-            out.write.partitionBy(*pcols).mode("append").parquet(staging)
-        added = _staged_entries(spark, fs, staging)
+    return {g: files for g, files in groups.items() if g not in dropped}
+
+
+def _execute(locked, plan, result: ClusterResult) -> None:
+    """Carry out a scheduled plan as its replacecommit."""
+    spark, fs, proto, log = locked.spark, locked.fs, locked.proto, locked.log
+    current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
+                                                check=locked.name)}
+    valid = _still_as_planned(plan, current, log)
+    catalog = SparkCatalog(spark, fs, locked.table, proto.location, log)
+    with Transaction(proto, catalog, "cluster", locked.info.partition_columns,
+                     planned=plan) as txn:
+        staging = proto.staging_dir(plan.instant) + "/data"
+        _write_groups(locked, plan, valid, staging)
+        added = staged_entries(spark, fs, staging)
         removed = [current[f.path] for files in valid.values() for f in files]
-        inflight = proto.mark_inflight(plan, added, removed)
-        proto.publish(inflight)
-        sync_changed_partitions(spark, fs, proto.location, table, partitions_of(added, removed))
-        done = proto.complete(inflight)
-    except Exception:
-        proto.abort(plan)
-        sync_partitions(spark, table, bool(info.partition_columns))
-        raise
-    proto.cleanup(done)
+        txn.add(added)
+        txn.remove(removed)
     result.executed_plans += 1
     result.groups += len(valid)
     result.files_replaced += len(removed)
     result.files_written += len(added)
     result.bytes += sum(a.bytes for a in added)
+
+
+def _write_groups(locked, plan, valid, staging):
+    """Each group's rows, ordered, written to staging as its planned number of files."""
+    spark, log = locked.spark, locked.log
+    cluster_by = plan.extra["cluster_by"].split(",")
+    strategy = plan.extra["strategy"]
+    schema = spark.table(locked.name).schema
+    pcols = locked.info.partition_columns
+    outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in valid}
+    single = [g for g in valid if outputs[g] == 1]
+    # Groups that become one file: one job, group i written whole by task i.
+    jobs = [single] if single else []
+    # Larger groups: one job each, range-partitioned within the group only, so a file
+    # never straddles two groups and each group gives exactly its planned files.
+    jobs += [[g] for g in valid if outputs[g] > 1]
+    for job in jobs:
+        rel_paths = [f.path for g in job for f in valid[g]]
+        df = read_files(spark, locked.proto.location, schema, rel_paths)
+        log(f"clustering {len(rel_paths)} files of {len(job)} group(s) "
+            f"({strategy} on {', '.join(cluster_by)})")
+        if len(job) == 1:
+            out = order_rows(df, cluster_by, strategy, outputs[job[0]])
+        else:
+            out = one_file_per_group(spark, df, {g: [f.path for f in valid[g]] for g in job},
+                                     cluster_by, strategy, pcols)
+        out.write.partitionBy(*pcols).mode("append").parquet(staging)
 
 
 def one_file_per_group(spark, df, files_by_group, cluster_by, strategy, pcols=()):

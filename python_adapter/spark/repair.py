@@ -13,12 +13,12 @@ from urllib.parse import unquote
 
 from pyspark.sql import functions as F
 
-from python_adapter.spark.catalog import sync_partitions
-from python_adapter.table.commit import file_entry
 from python_adapter.core.sizes import format_count
-from python_adapter.spark.table_files import (partitions_of, read_files, sync_changed_partitions,
-                                        unreadable_file)
-from python_adapter.spark.locking import current_files, damaged_files, locked_table
+from python_adapter.spark.catalog import SparkCatalog
+from python_adapter.spark.locking import locked_table
+from python_adapter.spark.table_files import read_files, unreadable_file
+from python_adapter.table.files import current_files, damaged_files, file_entry
+from python_adapter.table.transaction import Transaction
 
 
 @dataclass
@@ -93,22 +93,16 @@ def repair_table(spark, table, log=print) -> RepairResult:
             log(RepairResult("", 0, 0, 0, 0).message)
             return RepairResult("", 0, 0, 0, 0)
         removed = damage.missing + [old for old, _ in damage.readable] + damage.unreadable
-        added = [new for _, new in damage.readable]  # recorded where they are
+        added = [new for _, new in damage.readable]
         in_place = {e.path for e in damage.missing} | {a.path for a in added}
-        instant = proto.request("repair", info.partition_columns, extra={
-            "rows_lost": damage.rows_lost, "files_missing": len(damage.missing),
-            "files_changed": len(damage.readable) + len(damage.unreadable),
-            "files_unreadable": len(damage.unreadable)})
-        try:
-            inflight = proto.mark_inflight(instant, added, removed, in_place=in_place)
-            proto.publish(inflight)  # sets the unreadable files aside
-            sync_changed_partitions(spark, fs, proto.location, table, partitions_of(added, removed))
-            done = proto.complete(inflight)
-        except Exception:
-            proto.abort(instant)
-            sync_partitions(spark, table, bool(info.partition_columns))
-            raise
-        proto.cleanup(done)
+        catalog = SparkCatalog(spark, fs, table, proto.location, log)
+        with Transaction(proto, catalog, "repair", info.partition_columns, extra={
+                "rows_lost": damage.rows_lost, "files_missing": len(damage.missing),
+                "files_changed": len(damage.readable) + len(damage.unreadable),
+                "files_unreadable": len(damage.unreadable)}) as txn:
+            txn.add(added)      # recorded where they are
+            txn.remove(removed, in_place=in_place)  # unreadable files are set aside
+        done = txn.done
     for e in damage.missing:
         log(f"missing: {e.path} ({format_count(e.rows)} rows)" if e.rows >= 0 else f"missing: {e.path}")
     for e in damage.unreadable:

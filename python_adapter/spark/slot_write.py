@@ -10,6 +10,10 @@ first row to join), every row is shuffled to its slot's task instead.
 Each slot is written under its own `__sized_slot=<n>` directory, so one task may write
 several files of one partition; `staged_file` maps a staged file to its place in the table.
 """
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from python_adapter.spark.local_table import local_table
@@ -72,9 +76,9 @@ def cached_size(df):
     return size if isinstance(size, int) else int(str(size.toString()))  # py4j: int or BigInt
 
 
-def write_slots(spark, old, keys, bound, fresh, columns, pcols, weights, rewrite_slots,
-                batch_bytes, rows_unknown, largest_file, staging, progress):
-    """Write every slot to `staging`.
+@dataclass(frozen=True)
+class SlotWrite:
+    """The rows of an upsert's slots and how to write them.
 
     old: rows of the rewritten files (columns, SLOT, FIRST_ROW), or None;
     keys: DataFrame of the batch's keys (their old rows are dropped), or None;
@@ -83,7 +87,24 @@ def write_slots(spark, old, keys, bound, fresh, columns, pcols, weights, rewrite
     weights: {slot: (partition, estimated bytes)}; rewrite_slots: the slots that rewrite a
     file; batch_bytes: in-memory size of the batch, an upper bound of what is broadcast;
     rows_unknown: some rewritten file has no recorded row (an empty file has no first row
-    for its batch rows to join)."""
+    for its batch rows to join); largest_file: bytes of the largest file rewritten."""
+    old: Optional[DataFrame]
+    keys: Optional[DataFrame]
+    bound: Optional[DataFrame]
+    fresh: Optional[DataFrame]
+    columns: List[str]
+    pcols: Sequence[str]
+    weights: Dict[int, Tuple[str, float]]
+    rewrite_slots: Set[int]
+    batch_bytes: int
+    rows_unknown: bool
+    largest_file: int
+    staging: str
+
+
+def write_slots(spark, w: SlotWrite, progress) -> None:
+    """Write every slot to `w.staging`, each from exactly one task."""
+    old, keys, bound, fresh, columns, weights = w.old, w.keys, w.bound, w.fresh, w.columns, w.weights
     limit = broadcast_limit(spark)
     # Without AQE the write is one job instead of one per stage: every join below is an
     # explicit broadcast and every shuffle an explicit repartition, so AQE has nothing to
@@ -92,20 +113,20 @@ def write_slots(spark, old, keys, bound, fresh, columns, pcols, weights, rewrite
     if old is None:
         out, n_tasks = _route(spark, fresh, weights)
         how = f"{n_tasks} tasks"
-    elif 0 <= batch_bytes <= limit and not rows_unknown:
-        new_weights = {s: w for s, w in weights.items() if s not in rewrite_slots}
+    elif 0 <= w.batch_bytes <= limit and not w.rows_unknown:
+        new_weights = {s: wt for s, wt in weights.items() if s not in w.rewrite_slots}
         out = _colocated(spark, old, keys, bound, fresh, columns, new_weights)
         how = "the tasks that read the rewritten files (only the batch's rows shuffled)"
     else:
-        why = ("a rewritten file has no recorded rows" if rows_unknown else
-               f"the batch ({format_size(batch_bytes)} in memory) is over "
+        why = ("a rewritten file has no recorded rows" if w.rows_unknown else
+               f"the batch ({format_size(w.batch_bytes)} in memory) is over "
                f"spark.sql.autoBroadcastJoinThreshold")
         out, n_tasks = _route(spark, _all_rows(old, keys, [bound, fresh], columns), weights)
         how = f"{n_tasks} tasks ({why}: every row shuffled)"
         plain = {}
     progress(f"writing {len(weights)} files to staging in {how}")
-    with whole_files(spark, largest_file), session_conf(spark, plain):
-        out.write.partitionBy(*pcols, SLOT).mode("overwrite").parquet(staging)
+    with whole_files(spark, w.largest_file), session_conf(spark, plain):
+        out.write.partitionBy(*w.pcols, SLOT).mode("overwrite").parquet(w.staging)
 
 
 def _kept_old_rows(old, keys, broadcast=True):

@@ -1,4 +1,4 @@
-"""Read exactly some files of a table, and tell the metastore which partitions changed.
+"""Read exactly some files of a table.
 
 Readers of a subset of files (tagging, rewriting, clustering) name the files themselves
 instead of filtering the table: a filter with one term per file grows with the table (deep
@@ -10,7 +10,6 @@ import re
 
 from pyspark.sql import functions as F
 
-from python_adapter.spark.catalog import sql_string, sync_partitions
 from python_adapter.spark.local_table import local_table
 from python_adapter.core.partitions import parse_partition_path
 from python_adapter.spark.session_conf import session_conf
@@ -59,51 +58,6 @@ def with_file_values(spark, df, pcols, value_of_file, column):
     for i, c in enumerate(pcols):
         cond = cond & named[c].eqNullSafe(files[f"__sized_p{i}"])
     return named.join(files, cond).select(*df.columns, column)
-
-
-def partition_spec(rel_dir):
-    """"PARTITION (`a` = '1', `b` = 'x/y')" for the directory 'a=1/b=x%2Fy'; None for the
-    default (null) partition, which a literal spec cannot name."""
-    pairs = parse_partition_path(rel_dir)
-    if not pairs or any(text is None for _, text in pairs):
-        return None
-    return "PARTITION (" + ", ".join(f"`{c}` = {sql_string(t)}" for c, t in pairs) + ")"
-
-
-def sync_changed_partitions(spark, fs, location, table, partitions, registered=frozenset(),
-                            filled=frozenset()):
-    """Register the partitions (directories relative to the table) that now hold files and
-    drop those whose directory is gone: a write touches a few partitions, and listing all of
-    them (MSCK REPAIR) grows with the table. Falls back to MSCK when a partition is null.
-    registered: partitions that held files before the commit, so the metastore has them;
-    those still there need nothing (most partitions an upsert touches). filled: partitions
-    that just received a file, so exist without asking the filesystem."""
-    present, gone = [], []
-    for part in sorted(p for p in set(partitions) if p):
-        spec = partition_spec(part)
-        path = f"{location.rstrip('/')}/{part}"
-        exists = part in filled or fs.exists(path)
-        if exists and part in registered:
-            continue
-        if spec is None:
-            return sync_partitions(spark, table, partitioned=True)
-        if exists:
-            # The directory itself, not one derived again from the values: exact whatever
-            # escaping wrote it.
-            present.append(f"{spec} LOCATION {sql_string(path)}")
-        else:
-            gone.append(spec)
-    if present:
-        spark.sql(f"ALTER TABLE {table.quoted} ADD IF NOT EXISTS {' '.join(present)}")
-    if gone:
-        spark.sql(f"ALTER TABLE {table.quoted} DROP IF EXISTS {', '.join(gone)}")
-    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
-
-
-
-def partitions_of(*entry_lists):
-    """The partition directories of some FileEntry lists (adds and removes of a commit)."""
-    return {e.partition for entries in entry_lists for e in entries}
 
 
 # Spark names the file a failed scan task was reading ("Encountered error while reading

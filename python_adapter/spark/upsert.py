@@ -1,44 +1,35 @@
 """Algorithm 3 on Spark: upsert and insert by Hudi copy-on-write bin-packing.
 
-Tag each incoming key with the file that holds it, plan per partition with
-`binpack.plan_partition_write` (updates rewrite their file, inserts top up small files, the
-rest go to new files), then write every planned output file ("slot") from exactly one
-Spark task (`slot_write`). Files that receive nothing are neither read nor rewritten.
+Tag each incoming key with the file that holds it, plan what goes where
+(`core.upsert_plan`: updates rewrite their file, inserts top up small files, the rest go
+to new files), then write every planned output file ("slot") from exactly one Spark task
+(`slot_write`). Files that receive nothing are neither read nor rewritten.
 """
-import datetime
-import decimal
-import os
 import threading
-from dataclasses import dataclass
-from typing import Optional, Tuple
+from dataclasses import replace
+from typing import List, Tuple
 from urllib.parse import unquote
 
-from pyspark import inheritable_thread_target
+from pyspark import StorageLevel, inheritable_thread_target
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.core.binpack import plan_partition_write, summarize
-from python_adapter.core.config import ConfigError
+from python_adapter.core.keys import may_hold_keys
+from python_adapter.core.partitions import partition_path
+from python_adapter.core.sizes import format_size
+from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_upsert
+from python_adapter.errors import ConfigError
+from python_adapter.spark.job import Staged, WriteJob, resolve_names
 from python_adapter.spark.local_table import local_table
-from python_adapter.core.partitions import check_partition_texts, partition_path
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
-from python_adapter.spark.slot_write import FIRST_ROW, SLOT, cached_size, write_slots
+from python_adapter.spark.slot_write import FIRST_ROW, SLOT, SlotWrite, cached_size, write_slots
+from python_adapter.spark.staging import bytes_per_row, staged_entries
 from python_adapter.spark.table_files import read_files, with_file_values
+from python_adapter.table.timeline import FileEntry, pending_plan_files
 
 SEED = 4242
 _ORDERABLE = (T.NumericType, T.StringType, T.DateType, T.TimestampType)
-
-
-@dataclass(frozen=True)
-class Slot:
-    """One output file: a rewrite of an existing file, or a new file."""
-    slot: int
-    partition: str                 # partition path
-    values: Tuple                  # partition values
-    file: Optional[str]            # rel path of the file rewritten, None for a new file
-    inserts: int
-    updates: int = 0
 
 
 def validate_keys(df, keys, precombine_column, pcols=()):
@@ -80,10 +71,9 @@ def validate_keys(df, keys, precombine_column, pcols=()):
 
 
 def upsert_keys(cfg, columns):
-    """The model's columns that make the unique key ([] unless the strategy is upsert)."""
-    if cfg.incremental_strategy != "upsert":
-        return []
-    return [c for c in columns if c.lower() in {k.lower() for k in cfg.unique_key}]
+    """The model's columns that make the unique key, in the config's order (the first is
+    the one whose range the timeline keeps); () unless the strategy is upsert."""
+    return resolve_names(cfg.unique_key, columns) if cfg.incremental_strategy == "upsert" else ()
 
 
 class KeyCheck:
@@ -129,40 +119,9 @@ def _union(frames):
     """The union of some DataFrames of the same columns, None for none."""
     out = None
     for df in frames:
-        out = df if out is None else out.unionByName(df)
+        if df is not None:
+            out = df if out is None else out.unionByName(df)
     return out
-
-
-def _slot_of_rows(spark, rows, columns):
-    return F.broadcast(local_table(spark, columns, rows))
-
-
-def encode_key(value):
-    """A key statistic as text for the timeline: numbers 'n:<decimal>', others 's:<text>'."""
-    if value is None:
-        return ""
-    if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
-        return f"n:{decimal.Decimal(value)}"
-    if isinstance(value, (datetime.date, datetime.datetime)):
-        return f"s:{value.isoformat()}"
-    return f"s:{value}"
-
-
-def _decode_key(text):
-    if text.startswith("n:"):
-        return ("n", decimal.Decimal(text[2:]))
-    return ("s", text[2:])
-
-
-def may_hold_keys(entry, lo, hi):
-    """False only when the file's recorded key range cannot overlap [lo, hi]."""
-    if entry is None or not entry.key_min or not entry.key_max or lo is None:
-        return True
-    fmin, fmax = _decode_key(entry.key_min), _decode_key(entry.key_max)
-    blo, bhi = _decode_key(encode_key(lo)), _decode_key(encode_key(hi))
-    if not (fmin[0] == fmax[0] == blo[0] == bhi[0]):
-        return True
-    return not (fmax[1] < blo[1] or fmin[1] > bhi[1])
 
 
 def _unit_hash(columns):
@@ -175,227 +134,243 @@ def _tag_columns(pcols):
     return ["__sized_file", "__sized_same", *[f"__sized_op{i}" for i in range(len(pcols))]]
 
 
-def _tag(spark, location, table_schema, batch, keys, pcols, candidates):
-    """The batch with, per row, the file holding its key among `candidates` (__sized_file,
-    null when none), that file's partition values (__sized_op<i>) and whether the row stays
-    in that partition (__sized_same)."""
-    if not candidates:
-        tagged = (batch.withColumn("__sized_file", F.lit(None).cast("string"))
-                       .withColumn("__sized_same", F.lit(False)))
+class Tagger:
+    """Tags the batch's rows with the file that holds their key (Hudi's index lookup)."""
+
+    def __init__(self, job: WriteJob, keys, batch_bytes: int):
+        self.spark, self.location, self.pcols = job.spark, job.proto.location, job.pcols
+        self.keys, self.batch_bytes, self.progress = keys, batch_bytes, job.progress
+        self.schema = job.spark.table(job.table_name).schema
+
+    def tag(self, batch, candidates):
+        """The batch with, per row, the file holding its key among `candidates` (rel paths):
+        __sized_file (null when none), that file's partition values (__sized_op<i>) and
+        whether the row stays in that partition (__sized_same)."""
+        keys, pcols = self.keys, self.pcols
+        if not candidates:
+            tagged = (batch.withColumn("__sized_file", F.lit(None).cast("string"))
+                           .withColumn("__sized_same", F.lit(False)))
+            for i, c in enumerate(pcols):
+                tagged = tagged.withColumn(f"__sized_op{i}", F.col(c))
+            return tagged
+        key_names = [f"__sized_k{i}" for i in range(len(keys))]
+        existing = read_files(self.spark, self.location, self.schema, candidates).select(
+            *[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)],
+            *[F.col(c).alias(f"__sized_op{i}") for i, c in enumerate(pcols)],
+            F.col("_metadata.file_path").alias("__sized_file"))
+        # Keep only the table's rows whose key comes in before the outer join: the batch's
+        # keys are small next to the table, so this streams the table past them once.
+        existing = existing.join(
+            batch.select(*[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)]),
+            key_names, "left_semi")
+        cond = None
+        for i, k in enumerate(keys):
+            c = batch[k] == existing[key_names[i]]
+            cond = c if cond is None else cond & c
+        tagged = batch.join(existing, cond, "left").drop(*key_names)
+        same = F.lit(True)
         for i, c in enumerate(pcols):
-            tagged = tagged.withColumn(f"__sized_op{i}", F.col(c))
-        return tagged
-    key_names = [f"__sized_k{i}" for i in range(len(keys))]
-    existing = read_files(spark, location, table_schema, candidates).select(
-        *[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)],
-        *[F.col(c).alias(f"__sized_op{i}") for i, c in enumerate(pcols)],
-        F.col("_metadata.file_path").alias("__sized_file"))
-    # Keep only the table's rows whose key comes in before the outer join: the batch's
-    # keys are small next to the table, so this streams the table past them once.
-    existing = existing.join(
-        batch.select(*[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)]),
-        key_names, "left_semi")
-    cond = None
-    for i, k in enumerate(keys):
-        c = batch[k] == existing[key_names[i]]
-        cond = c if cond is None else cond & c
-    tagged = batch.join(existing, cond, "left").drop(*key_names)
-    same = F.lit(True)
-    for i, c in enumerate(pcols):
-        same = same & F.col(c).eqNullSafe(F.col(f"__sized_op{i}"))
-    return tagged.withColumn("__sized_same", F.col("__sized_file").isNotNull() & same)
+            same = same & F.col(c).eqNullSafe(F.col(f"__sized_op{i}"))
+        return tagged.withColumn("__sized_same", F.col("__sized_file").isNotNull() & same)
+
+    def stats(self, tagged):
+        """What goes where, in one aggregation: rows per (new partition, old partition, file,
+        stays, deleted), with the key range of each group (to look for unfound keys).
+        Partition values come as the texts Spark's writer names their directories by."""
+        keys, pcols = self.keys, self.pcols
+        aggs = [F.count(F.lit(1)).alias("count")]
+        orderable = keys and isinstance(tagged.schema[keys[0]].dataType, _ORDERABLE)
+        aggs += [F.min(keys[0]).alias("__sized_kmin"), F.max(keys[0]).alias("__sized_kmax")] \
+            if orderable else [F.lit(None).alias("__sized_kmin"), F.lit(None).alias("__sized_kmax")]
+        texts = [F.col(c).cast("string").alias(c) for c in pcols] + \
+            [F.col(f"__sized_op{i}").cast("string").alias(f"__sized_op{i}") for i in range(len(pcols))]
+        return tagged.groupBy(*texts, "__sized_file", "__sized_same", "__sized_del").agg(*aggs).collect()
+
+    def tag_persisted(self, batch, candidates: List[FileEntry]):
+        """(the tagged batch, persisted, and its stats): one join, cached by its stats job."""
+        conf = shuffle_conf(self.spark, self.batch_bytes + sum(f.bytes for f in candidates))
+        with session_conf(self.spark, conf):  # persist() plans the join at once
+            tagged = self.tag(batch, [f.path for f in candidates]).persist()
+        try:
+            with session_conf(self.spark, conf):
+                return tagged, self.stats(tagged)
+        except BaseException:
+            tagged.unpersist()
+            raise
+
+    def tag_the_unfound(self, tagged, stats, rest: List[FileEntry]):
+        """Second pass: the keys no file of their own partition held, against the other files
+        whose key range may hold them. Returns the (persisted) tagged rows and their stats."""
+        unfound = [r for r in stats if r["__sized_file"] is None]
+        lows = [r["__sized_kmin"] for r in unfound if r["__sized_kmin"] is not None]
+        highs = [r["__sized_kmax"] for r in unfound if r["__sized_kmax"] is not None]
+        lo, hi = (min(lows), max(highs)) if lows and len(lows) == len(unfound) else (None, None)
+        second = [f for f in rest if may_hold_keys(f, lo, hi)] if unfound else []
+        self.progress(f"{sum(r['count'] for r in unfound)} keys not in their partitions' files: "
+                      f"looking in {len(second)} of the other {len(rest)} files")
+        if not second:
+            return tagged, stats
+        found = tagged.where("__sized_file is not null")
+        untagged = tagged.where("__sized_file is null").drop(*_tag_columns(self.pcols))
+        conf = shuffle_conf(self.spark, self.batch_bytes + sum(f.bytes for f in second))
+        with session_conf(self.spark, conf):  # before persist(), which plans the join
+            retagged = found.unionByName(self.tag(untagged, [f.path for f in second])).persist()
+        try:
+            with session_conf(self.spark, conf):
+                stats = self.stats(retagged)  # also fills retagged's cache from tagged's
+        except BaseException:
+            retagged.unpersist()
+            raise
+        tagged.unpersist()
+        return retagged, stats
+
+    def groups(self, stats) -> Tuple[List[TagGroup], dict]:
+        """The stats as TagGroups (files by rel path), and {rel path: the path Spark reports}."""
+        n = len(self.pcols)
+        prefix = unquote(self.location)
+        groups, spark_path_of = [], {}
+        for r in stats:
+            uri = r["__sized_file"]
+            rel = unquote(uri)[len(prefix):].lstrip("/") if uri is not None else None
+            if rel is not None:
+                spark_path_of[rel] = uri
+            groups.append(TagGroup(tuple(r[:n]), tuple(r[n:2 * n]), rel, bool(r["__sized_same"]),
+                                   bool(r["__sized_del"]), r["count"]))
+        return groups, spark_path_of
 
 
-def _tag_the_unfound(spark, location, table_schema, tagged, stats, keys, pcols, rest, progress,
-                     batch_bytes):
-    """Second tagging pass: the keys no file of their own partition held, against the other
-    files whose key range may hold them. Returns the (persisted) tagged rows and their stats."""
-    unfound = [r for r in stats if r["__sized_file"] is None]
-    lows = [r["__sized_kmin"] for r in unfound if r["__sized_kmin"] is not None]
-    highs = [r["__sized_kmax"] for r in unfound if r["__sized_kmax"] is not None]
-    lo, hi = (min(lows), max(highs)) if lows and len(lows) == len(unfound) else (None, None)
-    second = [f for f in rest if may_hold_keys(f, lo, hi)] if unfound else []
-    progress(f"{sum(r['count'] for r in unfound)} keys not in their partitions' files: "
-             f"looking in {len(second)} of the other {len(rest)} files")
-    if not second:
-        return tagged, stats
-    found = tagged.where("__sized_file is not null")
-    untagged = tagged.where("__sized_file is null").drop(*_tag_columns(pcols))
-    tag_conf = shuffle_conf(spark, batch_bytes + sum(f.bytes for f in second))
-    with session_conf(spark, tag_conf):  # before persist(), which plans the join
-        retagged = found.unionByName(
-            _tag(spark, location, table_schema, untagged, keys, pcols, [f.path for f in second])
-        ).persist()
+def _first_pass(cfg, pcols, current, key_range, batch_parts):
+    """(the files of the batch's partitions whose key range may hold its keys, the others).
+    Keys are unique across the table, so with index_scope 'global' a key not found in the
+    first is then looked for in the others (Tagger.tag_the_unfound): for keys that grow with
+    time (new keys above every file's range) that is no file at all."""
+    touched = {partition_path(pcols, p) for p in batch_parts} if pcols else None
+    first, rest = [], []
+    for f in current:
+        (first if touched is None or f.partition in touched else rest).append(f)
+    lo, hi = key_range
+    return [f for f in first if may_hold_keys(f, lo, hi)], rest
+
+
+def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Staged:
+    """Upsert / insert: bin-pack into the partitions' small files, rewrite updated files;
+    the output files are staged under `staging`. current: the table's files now, with the
+    key ranges the timeline recorded."""
+    df, cfg, progress = job.df, job.cfg, job.progress
+    cache = df.storageLevel == StorageLevel.NONE  # a caller's cache is the caller's to drop
+    cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cache else df
+    key_check = None
     try:
-        with session_conf(spark, tag_conf):
-            stats = _tag_stats(retagged, pcols, keys)  # also fills retagged's cache from tagged's
-    except BaseException:
-        retagged.unpersist()
-        raise
-    tagged.unpersist()
-    return retagged, stats
+        key_check = KeyCheck(job.spark, cached, cfg, job.pcols, progress)  # runs while we plan
+        bpr, source = bytes_per_row(job, cached, None)
+        bpr = bpr or 1.0
+        progress(f"bytes per row {bpr:.1f} B (from {source})")
+        removed_rels, summary = _write_upsert(replace(job, df=cached), key_check, bpr, staging,
+                                              current)
+        key_col = key_check.keys[0] if key_check.keys else (
+            resolve_names(cfg.unique_key[:1], df.columns)[0] if cfg.unique_key else None)
+        added = staged_entries(job.spark, job.fs, staging, key_col)
+    finally:
+        if key_check is not None:
+            key_check.wait()  # its job reads the cached data
+        if cache:
+            cached.unpersist()
+    by_path = {f.path: f for f in current}
+    removed = [by_path[r] for r in removed_rels]
+    progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}, "
+             f"rewriting {format_size(sum(f.bytes for f in removed))} of existing files")
+    return Staged(added, removed, summary["new_files"] + summary["files_rewritten"], bpr,
+                  {f.partition for f in current})
 
 
-def _tag_stats(tagged, pcols, keys):
-    """What goes where, in one aggregation: rows per (new partition, old partition, file,
-    stays, deleted), with the key range of each group (to look for unfound keys). Partition
-    values come as the texts Spark's writer names their directories by."""
-    aggs = [F.count(F.lit(1)).alias("count")]
-    orderable = keys and isinstance(tagged.schema[keys[0]].dataType, _ORDERABLE)
-    aggs += [F.min(keys[0]).alias("__sized_kmin"), F.max(keys[0]).alias("__sized_kmax")] \
-        if orderable else [F.lit(None).alias("__sized_kmin"), F.lit(None).alias("__sized_kmax")]
-    texts = [F.col(c).cast("string").alias(c) for c in pcols] + \
-        [F.col(f"__sized_op{i}").cast("string").alias(f"__sized_op{i}") for i in range(len(pcols))]
-    return tagged.groupBy(*texts, "__sized_file", "__sized_same", "__sized_del").agg(*aggs).collect()
-
-
-def stage_upsert(spark, location, table_name, key_check, cfg, pcols, data_cols, bytes_per_row,
-                 staging, progress, current_files, excluded=()):
-    """Write the upsert/insert output files to `staging`; returns (removed rel paths, summary).
-    key_check: the KeyCheck started on the new data; current_files: FileEntry of every data
-    file of the table now, with the key ranges the timeline recorded."""
-    keys = key_check.keys
+def _write_upsert(job, key_check, bpr, staging, current):
+    """Tag, plan and write the slots; returns (the rel paths of the rewritten files, the
+    plan's summary)."""
+    cfg, progress, keys = job.cfg, job.progress, key_check.keys
     delete_flag = F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False)) \
         if cfg.delete_column else F.lit(False)
-
-    table_schema = spark.table(table_name).schema
-    current = {}
-    for f in current_files:
-        current.setdefault(f.partition, []).append((f.path, f.bytes))
-    have_files = bool(current)
-
     batch_bytes = key_check.batch_bytes
-    batch, (lo, hi), batch_parts = key_check.result()
+    batch, key_range, batch_parts = key_check.result()
     batch = batch.withColumn("__sized_del", delete_flag)
-
-    # -- tag: which existing file holds each incoming key ------------------------------
-    # First in the batch's own partitions, the files whose recorded key range may hold its
-    # keys. Keys are unique across the table, so with index_scope 'global' a key not found
-    # there is then looked for in every other file whose key range may hold the keys still
-    # unfound: for keys that grow with time (new keys above every file's range) that is no
-    # file at all. With 'partition' keys never change partition and the first pass is all.
-    total_files = len(current_files)
-    first_pass, rest = [], []
-    if keys and have_files:
-        touched = {partition_path(pcols, p) for p in batch_parts} if pcols else None
-        for f in current_files:
-            (first_pass if touched is None or f.partition in touched else rest).append(f)
-        first_pass = [f for f in first_pass if may_hold_keys(f, lo, hi)]
-        progress(f"tagging incoming keys against {len(first_pass)} of {total_files} files "
+    tagger = Tagger(job, keys, batch_bytes)
+    first, rest = _first_pass(cfg, job.pcols, current, key_range, batch_parts) \
+        if keys and current else ([], [])
+    if keys and current:
+        progress(f"tagging incoming keys against {len(first)} of {len(current)} files "
                  f"(the batch's partitions; index scope {cfg.index_scope})")
-    # persist() plans the join at once: the settings must be in place before it
-    tag_conf = shuffle_conf(spark, batch_bytes + sum(f.bytes for f in first_pass))
-    with session_conf(spark, tag_conf):
-        tagged = _tag(spark, location, table_schema, batch, keys, pcols,
-                      [f.path for f in first_pass]).persist()
+    tagged, stats = tagger.tag_persisted(batch, first)
     try:
-        with session_conf(spark, tag_conf):
-            stats = _tag_stats(tagged, pcols, keys)  # runs the join, fills the cache
         if keys and rest and cfg.index_scope == "global":
-            tagged, stats = _tag_the_unfound(spark, location, table_schema, tagged, stats, keys,
-                                             pcols, rest, progress, batch_bytes)
-
-        # -- count what goes where ---------------------------------------------------------
-        n = len(pcols)
-        check_partition_texts(pcols, (tuple(r[:n]) for r in stats))
-        values_of = {}                 # partition path -> partition values (texts)
-        updates_by_file = {}           # rel path -> rows replaced or removed in it
-        inserts_by_part = {}           # partition path -> rows to insert
-        spark_path_of = {}             # rel path -> the path string Spark reports
-        for r in stats:
-            new_vals, old_vals = tuple(r[:n]), tuple(r[n:2 * n])
-            file_uri, same, deleted, count = (r["__sized_file"], r["__sized_same"],
-                                              r["__sized_del"], r["count"])
-            if file_uri is not None:
-                rel = unquote(file_uri)[len(unquote(location)):].lstrip("/")
-                spark_path_of[rel] = file_uri
-                updates_by_file[rel] = updates_by_file.get(rel, 0) + count
-                values_of.setdefault(os.path.dirname(rel), old_vals)
-                if same or deleted:
-                    continue
-            if deleted:
-                continue
-            part = partition_path(pcols, new_vals)
-            values_of.setdefault(part, new_vals)
-            inserts_by_part[part] = inserts_by_part.get(part, 0) + count
-
-        # -- plan per partition (pure) -----------------------------------------------------
-        plans = {}
-        for part in sorted(set(inserts_by_part) | {os.path.dirname(f) for f in updates_by_file}):
-            files = current.get(part, [])
-            upd = {f: c for f, c in updates_by_file.items() if os.path.dirname(f) == part}
-            plans[part] = plan_partition_write(
-                files, upd, inserts_by_part.get(part, 0), bytes_per_row, cfg.target_file_size,
-                cfg.small_file_limit, cfg.insert_split_size, excluded=excluded)
-        summary = summarize(plans)
+            tagged, stats = tagger.tag_the_unfound(tagged, stats, rest)
+        groups, spark_path_of = tagger.groups(stats)
+        sizing = Sizing(bpr, cfg.target_file_size, cfg.small_file_limit, cfg.insert_split_size)
+        plan = plan_upsert(groups, {f.path: f.bytes for f in current}, job.pcols, sizing,
+                           excluded=pending_plan_files(job.proto.timeline))
+        summary = plan.summary
         progress(f"plan: {summary['files_rewritten']} files rewritten, {summary['new_files']} new "
                  f"files, {summary['inserts_into_existing']} inserts packed into small files, "
                  f"{summary['inserts_into_new']} into new files, {summary['updates']} rows "
                  f"updated or deleted")
-
-        slots = []
-        for part, plan in plans.items():
-            for rw in plan.rewrites:
-                slots.append(Slot(len(slots), part, values_of[part], rw.file_id, rw.inserts, rw.updates))
-            for count in plan.new_files:
-                slots.append(Slot(len(slots), part, values_of[part], None, count))
-        if not slots:
-            return [], summary
-
-        # -- the output rows, each with its slot, written one task per slot -------------
-        columns = [*data_cols, *pcols]
-        rewrites = [s for s in slots if s.file]
-        old = keys_df = None
-        bound, fresh = [], []  # batch rows bound for rewritten files / for new files
-        if rewrites:
-            # Old rows of the rewritten files only: the file list prunes every other file
-            # before it is opened.
-            files = read_files(spark, location, table_schema, [s.file for s in rewrites])
-            files = files.withColumn(FIRST_ROW, F.col("_metadata.row_index") == 0)
-            old = with_file_values(spark, files, pcols, {s.file: s.slot for s in rewrites},
-                                   SLOT).select(*columns, SLOT, FIRST_ROW)
-            if keys:  # every incoming key replaces (or deletes) its old row, wherever it was
-                keys_df = batch.select(*keys)
-            updated = [(spark_path_of[s.file], s.slot) for s in rewrites if s.file in spark_path_of]
-            if updated:
-                upd_map = _slot_of_rows(spark, updated, [("__sized_file", "string"), (SLOT, "bigint")])
-                updates = tagged.where("__sized_same and not __sized_del").join(upd_map, "__sized_file")
-                bound.append(updates.select(*columns, SLOT))
-
-        # Inserts: per partition, each slot takes a range of a hash of the key; one table of
-        # ranges for the slots that rewrite a file and one for new files, each joined once.
-        ranges = {True: [], False: []}
-        for part in plans:
-            total = inserts_by_part.get(part, 0)
-            done = 0
-            for s in slots:
-                if s.partition == part and s.inserts:
-                    ranges[s.file is not None].append(
-                        s.values + (done / total, (done + s.inserts) / total, s.slot))
-                    done += s.inserts
-        if ranges[True] or ranges[False]:
-            ins = tagged.where("not __sized_del and not __sized_same").withColumn(
-                "__sized_u", _unit_hash(keys or columns))
-            range_columns = [
-                *[(f"__sized_p{i}", "string") for i in range(len(pcols))],
-                ("__sized_lo", "double"), ("__sized_hi", "double"), (SLOT, "bigint")]
-            for to_rewrite, rows in ranges.items():
-                if not rows:
-                    continue
-                imap = _slot_of_rows(spark, rows, range_columns)
-                cond = (ins["__sized_u"] >= imap["__sized_lo"]) & (ins["__sized_u"] < imap["__sized_hi"])
-                for i, col in enumerate(pcols):
-                    cond = cond & ins[col].cast("string").eqNullSafe(imap[f"__sized_p{i}"])
-                (bound if to_rewrite else fresh).append(ins.join(imap, cond).select(*columns, SLOT))
-
-        entry = {f.path: f for f in current_files}
-        weights = {s.slot: (s.partition, (entry[s.file].bytes if s.file else 0)
-                            + (s.inserts + s.updates) * bytes_per_row) for s in slots}
-        write_slots(spark, old, keys_df, _union(bound), _union(fresh), columns, pcols, weights,
-                    rewrite_slots={s.slot for s in rewrites}, batch_bytes=cached_size(tagged),
-                    rows_unknown=any(entry[s.file].rows <= 0 for s in rewrites),
-                    largest_file=max((entry[s.file].bytes for s in rewrites), default=0),
-                    staging=staging, progress=progress)
-        return [s.file for s in rewrites], summary
+        if plan.slots:
+            write_slots(job.spark, _slot_write(job, plan, tagged, spark_path_of, current,
+                                               keys, staging), progress)
+        return [s.file for s in plan.rewrites], summary
     finally:
         tagged.unpersist()
+
+
+def _slot_write(job, plan: UpsertPlan, tagged, spark_path_of, current, keys, staging) -> SlotWrite:
+    """The rows of every slot (rewritten files' old rows, batch rows bound for them, batch
+    rows bound for new files) and how to write them."""
+    spark, pcols = job.spark, job.pcols
+    columns = [*job.data_cols, *pcols]
+    rewrites = plan.rewrites
+    old = keys_df = None
+    bound = []
+    if rewrites:
+        # Old rows of the rewritten files only: the file list prunes every other file before
+        # it is opened.
+        files = read_files(spark, job.proto.location, spark.table(job.table_name).schema,
+                           [s.file for s in rewrites])
+        files = files.withColumn(FIRST_ROW, F.col("_metadata.row_index") == 0)
+        old = with_file_values(spark, files, pcols, {s.file: s.slot for s in rewrites},
+                               SLOT).select(*columns, SLOT, FIRST_ROW)
+        if keys:  # every incoming key replaces (or deletes) its old row, wherever it was
+            keys_df = tagged.select(*keys)
+        updated = [(spark_path_of[s.file], s.slot) for s in rewrites if s.file in spark_path_of]
+        if updated:
+            upd_map = F.broadcast(local_table(spark, [("__sized_file", "string"), (SLOT, "bigint")],
+                                              updated))
+            updates = tagged.where("__sized_same and not __sized_del").join(upd_map, "__sized_file")
+            bound.append(updates.select(*columns, SLOT))
+    to_rewrites, to_new = _insert_rows(spark, plan, tagged, keys or columns, columns, pcols)
+    entry = {f.path: f for f in current}
+    return SlotWrite(old=old, keys=keys_df, bound=_union(bound + [to_rewrites]), fresh=to_new,
+                     columns=columns, pcols=pcols, weights=plan.weights,
+                     rewrite_slots={s.slot for s in rewrites}, batch_bytes=cached_size(tagged),
+                     rows_unknown=any(entry[s.file].rows <= 0 for s in rewrites),
+                     largest_file=max((entry[s.file].bytes for s in rewrites), default=0),
+                     staging=staging)
+
+
+def _insert_rows(spark, plan, tagged, hashed, columns, pcols):
+    """(inserts bound for rewritten files, inserts bound for new files), each with its slot:
+    per partition, each slot takes a range of a hash of the key; one table of ranges for
+    each side, each joined once."""
+    out = {True: None, False: None}
+    if not plan.ranges:
+        return out[True], out[False]
+    ins = tagged.where("not __sized_del and not __sized_same").withColumn(
+        "__sized_u", _unit_hash(hashed))
+    range_columns = [*[(f"__sized_p{i}", "string") for i in range(len(pcols))],
+                     ("__sized_lo", "double"), ("__sized_hi", "double"), (SLOT, "bigint")]
+    for to_rewrite in (True, False):
+        rows = [r.values + (r.lo, r.hi, r.slot) for r in plan.ranges if r.rewrites_file == to_rewrite]
+        if not rows:
+            continue
+        imap = F.broadcast(local_table(spark, range_columns, rows))
+        cond = (ins["__sized_u"] >= imap["__sized_lo"]) & (ins["__sized_u"] < imap["__sized_hi"])
+        for i, col in enumerate(pcols):
+            cond = cond & ins[col].cast("string").eqNullSafe(imap[f"__sized_p{i}"])
+        out[to_rewrite] = ins.join(imap, cond).select(*columns, SLOT)
+    return out[True], out[False]

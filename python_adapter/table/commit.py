@@ -6,13 +6,12 @@ rolls every unfinished instant back (moving published files out and set-aside fi
 which is safe to repeat if recovery itself is interrupted. The set-aside files of the last
 completed commit are kept so `sized_rollback` can restore the state before it.
 """
-import os
 import time
 from dataclasses import replace
 
 from python_adapter.table.faults import fault_point
-from python_adapter.table.lock import LockError, WriterLock  # noqa: F401  (LockError: its old home)
-from python_adapter.table.timeline import (FileEntry, Instant, Timeline, legacy_meta_dir_of,
+from python_adapter.table.lock import WriterLock
+from python_adapter.table.timeline import (Instant, Timeline, legacy_meta_dir_of,
                                      new_instant_id)
 
 
@@ -161,13 +160,6 @@ class CommitProtocol:
                 self._roll_back(latest)
         except Exception as exc:  # leave it to the next run's recovery
             self.log(f"could not roll back {instant.instant} now ({exc}); the next run will")
-
-
-def file_entry(partition, rel_path, rows, size, staged_path="", file_group="", key_min="",
-               key_max=""):
-    return FileEntry(partition=partition, path=rel_path, rows=rows, bytes=size,
-                     file_group=file_group or os.path.basename(rel_path), moved_path=staged_path,
-                     key_min=key_min, key_max=key_max)
 
 
 def migrate_legacy_meta(fs, location, log=print):

@@ -17,12 +17,9 @@ from datetime import datetime
 from typing import Optional
 
 from python_adapter.core.sizes import format_duration
+from python_adapter.errors import LockError
 
 _HELD = {}  # lock path -> token, for the locks this process holds right now
-
-
-class LockError(RuntimeError):
-    """Another writer holds the table's lock."""
 
 
 def _read(path):

@@ -16,6 +16,8 @@ from typing import Tuple
 
 import fastavro
 
+from python_adapter.errors import TimelineError
+
 from python_adapter.io.fs import FileStatus
 
 SCHEMA_VERSION = 1
@@ -59,10 +61,6 @@ DEFINES_TABLE = "defines_table"
 PREVIOUS_DDL = "previous_ddl"            # the CREATE statement of the definition it replaces
 PREVIOUS_LOCATION = "previous_location"
 PREVIOUS_TYPE = "previous_type"          # MANAGED or EXTERNAL
-
-
-class TimelineError(RuntimeError):
-    """The timeline cannot be read; never silently rewritten."""
 
 
 META_DIR = ".sized"
@@ -267,3 +265,29 @@ class Timeline:
 
     def pending(self):
         return [i for i in self.instants() if i.state != "completed"]
+
+
+def learned_bytes_per_row(timeline: Timeline):
+    """bytes written / rows written over completed write commits (clustering and repairs not
+    counted, as Hudi does), since the table's definition was last created (other columns
+    write other rows); None before any."""
+    rows = size = 0
+    for inst in timeline.completed(actions=("commit",)):
+        if inst.extra.get(DEFINES_TABLE) == "true":
+            rows = size = 0
+        if inst.rows_written > 0 and inst.operation != "repair":
+            rows += inst.rows_written
+            size += inst.bytes_written
+    return size / rows if rows else None
+
+
+def scheduled_plans(timeline: Timeline):
+    """The clustering plans waiting to be executed."""
+    return [i for i in timeline.pending()
+            if i.action == "replacecommit" and i.state == "requested"
+            and i.extra.get("scheduled") == "true"]
+
+
+def pending_plan_files(timeline: Timeline) -> set:
+    """Rel paths of the files in a pending clustering plan (upserts pack nothing into them)."""
+    return {f.path for plan in scheduled_plans(timeline) for f in plan.removed}

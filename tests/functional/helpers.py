@@ -1,6 +1,6 @@
 """Assertions shared by the functional tests: what a table holds and how its files look."""
 from python_adapter.spark.catalog import TableRef
-from python_adapter.spark.writer import read_layout
+from python_adapter.spark.describe import read_layout
 
 
 def rows_of(spark, schema, name, cols="id, tag"):

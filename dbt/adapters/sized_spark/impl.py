@@ -1,8 +1,9 @@
 """SizedSparkAdapter: dbt-spark plus the `@available` methods the sized macros call.
 
 Thin by design: each method turns dbt objects into plain values, hands them to
-`python_adapter`, and returns plain values or agate tables to Jinja. Engine errors become
-DbtRuntimeError so the model fails with the engine's message.
+`python_adapter.api`, and returns plain values or agate tables to Jinja. The engine's
+errors (`python_adapter.errors.SizedError`) become DbtRuntimeError so the model fails with
+the engine's message; anything else is a bug and is raised as it is.
 """
 from typing import Any, Dict, List, Optional
 
@@ -13,45 +14,22 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.sized_spark.connections import SizedSparkConnectionManager
-from python_adapter.table.lock import LockError
-from python_adapter.spark.repair import repair_table
-from python_adapter.spark.table_files import unreadable_file
-from python_adapter.core.config import ConfigError, SchemaChangeError, parse_config
-from python_adapter.spark.cluster_exec import run_clustering
-from python_adapter.core.layout import (LAYOUT_COLUMNS, file_columns, file_rows, layout_problems,
-                                   layout_rows)
-from python_adapter.report.html import write_report
-from python_adapter.table.timeline import TimelineError
-from python_adapter.spark.writer import (TIMELINE_COLUMNS, TableRef, WriteError, read_layout,
-                                   recover_table, rollback_last_commit, timeline_rows,
-                                   write_model)
+from python_adapter import api
+from python_adapter.errors import SchemaChangeError, SizedError
 
 logger = AdapterLogger("SizedSpark")
 
 
 def _engine_call(what, fn, *args, **kwargs):
+    """Call the engine; the errors it raises for the user fail the model (or operation)
+    with their message. Anything else is a bug and is raised as it is."""
     try:
         return fn(*args, **kwargs)
     except SchemaChangeError as exc:
         # dbt reports an on_schema_change='fail' stop as a compilation error on every adapter
         raise CompilationError(f"{what}: {exc}") from exc
-    except (ConfigError, WriteError, TimelineError, LockError, ValueError) as exc:
+    except SizedError as exc:
         raise DbtRuntimeError(f"{what}: {exc}") from exc
-    except Exception as exc:
-        path = unreadable_file(exc)
-        if path is None:
-            raise
-        ref = next((a for a in args if isinstance(a, TableRef)), None)
-        name = f"{ref.schema}.{ref.identifier}" if ref else "<schema>.<table>"
-        raise DbtRuntimeError(
-            f"{what}: cannot read {path}: the file is damaged or is not Parquet, so nothing was "
-            f"written. Put back a good copy, or record the table without it: dbt run-operation "
-            f"sized_repair --args '{{relation: {name}}}'") from None
-
-
-def _cluster(spark, table, cluster_by, strategy, schedule_only, log, options):
-    return run_clustering(spark, table, cluster_by, strategy, schedule_only=schedule_only,
-                          log=log, **options)
 
 
 class SizedSparkAdapter(SparkAdapter):
@@ -80,9 +58,9 @@ class SizedSparkAdapter(SparkAdapter):
         rows = [row for row in row_list if not row[2]]
         return super()._build_spark_relation_list(rows, relation_info_func)
 
-    def _table_ref(self, relation, model_config: Optional[Dict[str, Any]] = None) -> TableRef:
+    def _table_ref(self, relation, model_config: Optional[Dict[str, Any]] = None) -> api.TableRef:
         location_root = (model_config or {}).get("location_root")
-        return TableRef(schema=relation.schema, identifier=relation.identifier,
+        return api.TableRef(schema=relation.schema, identifier=relation.identifier,
                         location_root=location_root)
 
     @available
@@ -97,12 +75,10 @@ class SizedSparkAdapter(SparkAdapter):
                     full_refresh: bool) -> Dict[str, Any]:
         """Run the model's SQL and write it as a sized table; returns a summary for the log."""
         name = f"sized_incremental model {relation.schema}.{relation.identifier}"
-        cfg = _engine_call(name, parse_config, dict(model_config))
+        cfg = _engine_call(name, api.parse_config, dict(model_config))
         spark = self.connections.spark_session()
-        result = _engine_call(
-            name, write_model, spark, compiled_code, self._table_ref(relation, model_config),
-            cfg, full_refresh=full_refresh, log=logger.info,
-        )
+        result = _engine_call(name, api.write_model, spark, self._table_ref(relation, model_config),
+                              compiled_code, cfg, full_refresh=full_refresh, log=logger.info)
         # Our writes bypass dbt's SQL path: forget cached relation metadata for this table.
         self.cache_added(relation.incorporate(type="table"))
         return result.as_dict()
@@ -113,27 +89,21 @@ class SizedSparkAdapter(SparkAdapter):
         """{'partitions': per-partition statistics, 'files': per-file min / max of the
         cluster columns (None when the table has none)} as agate tables."""
         spark = self.connections.spark_session("sized_layout")
-        layout = _engine_call("sized_layout", read_layout, spark, self._table_ref(relation),
+        layout = _engine_call("sized_layout", api.layout, spark, self._table_ref(relation),
                               cluster_by)
-        rows = layout_rows(layout, small_file_limit=small_file_limit,
-                           target_file_size=target_file_size)
-        files = agate.Table(file_rows(layout), column_names=file_columns(layout)) \
+        rows = api.layout_rows(layout, small_file_limit=small_file_limit,
+                               target_file_size=target_file_size)
+        files = agate.Table(api.file_rows(layout), column_names=api.file_columns(layout)) \
             if layout.cluster_by else None
-        return {"partitions": agate.Table(rows, column_names=LAYOUT_COLUMNS), "files": files}
+        return {"partitions": agate.Table(rows, column_names=api.LAYOUT_COLUMNS), "files": files}
 
     @available
     def sized_cluster(self, relation, cluster_by=None, strategy=None, schedule_only=False,
                       options: Optional[Dict[str, Any]] = None) -> str:
         """Schedule a clustering plan (when cluster_by is given) and execute pending plans."""
         spark = self.connections.spark_session("sized_cluster")
-        opts = {k: v for k, v in (options or {}).items() if v is not None}
-        renamed = {"cluster_small_file_limit": "small_file_limit",
-                   "cluster_max_bytes_per_group": "max_bytes_per_group",
-                   "cluster_max_groups": "max_groups"}
-        opts = {renamed.get(k, k): v for k, v in opts.items()}
-        result = _engine_call("sized_cluster", _cluster, spark, self._table_ref(relation),
-                              cluster_by, strategy or "linear", bool(schedule_only),
-                              logger.info, opts)
+        result = _engine_call("sized_cluster", api.cluster, spark, self._table_ref(relation),
+                              cluster_by, strategy, bool(schedule_only), options, log=logger.info)
         return result.message
 
     @available
@@ -142,8 +112,8 @@ class SizedSparkAdapter(SparkAdapter):
                               target_file_size=None) -> List[List[str]]:
         """[[partition, problem]] for the sized_file_layout test; empty when the layout is fine."""
         spark = self.connections.spark_session("sized_file_layout")
-        layout = _engine_call("sized_file_layout", read_layout, spark, self._table_ref(relation))
-        return layout_problems(layout, max_small_files_per_partition=max_small_files_per_partition,
+        layout = _engine_call("sized_file_layout", api.layout, spark, self._table_ref(relation))
+        return api.layout_problems(layout, max_small_files_per_partition=max_small_files_per_partition,
                                max_file_size_ratio=max_file_size_ratio,
                                small_file_limit=small_file_limit,
                                target_file_size=target_file_size)
@@ -152,21 +122,21 @@ class SizedSparkAdapter(SparkAdapter):
     def sized_timeline(self, relation) -> agate.Table:
         """The table's instants (time, action, state, files added / removed, rows, bytes)."""
         spark = self.connections.spark_session("sized_timeline")
-        rows = _engine_call("sized_timeline", timeline_rows, spark, self._table_ref(relation))
-        return agate.Table(rows, column_names=TIMELINE_COLUMNS)
+        rows = _engine_call("sized_timeline", api.timeline, spark, self._table_ref(relation))
+        return agate.Table(rows, column_names=api.TIMELINE_COLUMNS)
 
     @available
     def sized_rollback(self, relation) -> str:
         """Restore the table to its state before its last completed commit."""
         spark = self.connections.spark_session("sized_rollback")
         ref = self._table_ref(relation)
-        return _engine_call("sized_rollback", rollback_last_commit, spark, ref, log=logger.info)
+        return _engine_call("sized_rollback", api.rollback, spark, ref, log=logger.info)
 
     @available
     def sized_recover(self, relation) -> int:
         """Roll back unfinished instants of a crashed write now; returns how many."""
         spark = self.connections.spark_session("sized_recover")
-        rolled = _engine_call("sized_recover", recover_table, spark, self._table_ref(relation),
+        rolled = _engine_call("sized_recover", api.recover, spark, self._table_ref(relation),
                               log=logger.info)
         return len(rolled)
 
@@ -175,12 +145,12 @@ class SizedSparkAdapter(SparkAdapter):
         """Record the table as it is after files were deleted or changed outside its
         commits (a new instant listing the rows lost); returns what it did."""
         spark = self.connections.spark_session("sized_repair")
-        return _engine_call("sized_repair", repair_table, spark, self._table_ref(relation),
+        return _engine_call("sized_repair", api.repair, spark, self._table_ref(relation),
                             log=logger.info).message
 
     @available
     def sized_report(self, relation, path: str) -> str:
         """Write a self-contained HTML report of the table to `path`; returns the path."""
         spark = self.connections.spark_session("sized_report")
-        return _engine_call("sized_report", write_report, spark, self._table_ref(relation), path,
+        return _engine_call("sized_report", api.report, spark, self._table_ref(relation), path,
                             log=logger.info)

@@ -3,10 +3,12 @@ import pytest
 from pyspark.sql import functions as F
 
 from python_adapter.spark.catalog import TableRef, describe_table
-from python_adapter.core.config import ConfigError, parse_config
+from python_adapter.errors import ConfigError
+from python_adapter.core.config import parse_config
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.timeline import Timeline
-from python_adapter.spark.writer import learned_bytes_per_row, write_dataframe
+from python_adapter.table.timeline import learned_bytes_per_row
+from python_adapter.spark.writer import write_dataframe
 from tests.functional.helpers import files_by_partition, layout, rows_of, rows_of_df
 
 TARGET = 16_000

@@ -1,7 +1,8 @@
 import pytest
 
-from python_adapter.table.timeline import (FileEntry, Instant, SCHEMA_VERSION, TimelineError, decode,
-                                     encode, new_instant_id, parse_file_name)
+from python_adapter.table.timeline import (
+    FileEntry, Instant, SCHEMA_VERSION, decode, encode, new_instant_id, parse_file_name)
+from python_adapter.errors import TimelineError
 
 
 def test_instant_round_trips_through_avro():

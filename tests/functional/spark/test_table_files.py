@@ -3,7 +3,8 @@ partitions a commit changed -- on a real Hive table with awkward partition value
 from python_adapter.spark.catalog import TableRef, describe_table
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.local_table import local_table
-from python_adapter.spark.table_files import read_files, sync_changed_partitions, with_file_values
+from python_adapter.spark.table_files import read_files, with_file_values
+from python_adapter.spark.catalog import sync_changed_partitions
 
 AWKWARD = ["plain", "a b", "x/y", "50%", "it's", None]
 

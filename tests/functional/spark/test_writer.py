@@ -3,7 +3,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from python_adapter.spark.catalog import TableRef
-from python_adapter.core.config import ConfigError, parse_config
+from python_adapter.errors import ConfigError
+from python_adapter.core.config import parse_config
 from python_adapter.core.routing import routing_keys, spark_hash_long
 from python_adapter.spark.writer import write_dataframe
 from tests.functional.helpers import files_by_partition, layout, rows_of, rows_of_df

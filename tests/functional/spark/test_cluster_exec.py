@@ -4,11 +4,13 @@ import pytest
 from pyspark.sql import functions as F
 
 from python_adapter.spark.catalog import TableRef, describe_table
-from python_adapter.spark.cluster_exec import run_clustering, scheduled_plans
+from python_adapter.spark.cluster_exec import run_clustering
+from python_adapter.table.timeline import scheduled_plans
 from python_adapter.core.config import parse_config
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.timeline import Timeline
-from python_adapter.spark.writer import read_layout, write_dataframe
+from python_adapter.spark.describe import read_layout
+from python_adapter.spark.writer import write_dataframe
 from tests.functional.helpers import files_by_partition
 
 QUIET = dict(log=lambda m: None)

@@ -5,13 +5,15 @@ into NULL stop incremental runs under every on_schema_change mode."""
 import pytest
 
 from python_adapter.spark.catalog import TableRef, describe_table
-from python_adapter.core.config import SchemaChangeError, parse_config
+from python_adapter.errors import SchemaChangeError
+from python_adapter.core.config import parse_config
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.repair import repair_table
 from python_adapter.spark.table_files import unreadable_file
 from python_adapter.table.timeline import Timeline
-from python_adapter.spark.locking import DamagedTableError
-from python_adapter.spark.writer import timeline_rows, write_dataframe
+from python_adapter.errors import DamagedTableError
+from python_adapter.spark.describe import timeline_rows
+from python_adapter.spark.writer import write_dataframe
 from tests.functional.helpers import rows_of, rows_of_df
 
 QUIET = dict(log=lambda m: None)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DBT = str(Path(sys.executable).with_name("dbt"))
 SCRIPT = str(REPO / "scripts/thrift_server.sh")
 

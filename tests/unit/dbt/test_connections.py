@@ -1,6 +1,6 @@
 """The remote methods (thrift, http, odbc) are refused before any connection opens: real
 credentials, the real connection manager, no Spark and no server. A real thrift server run
-is in tests/functional/test_connection_methods.py; http and odbc cannot be started here."""
+is in tests/functional/dbt/test_connection_methods.py; http and odbc cannot be started here."""
 import multiprocessing
 import sys
 import types

@@ -1,6 +1,7 @@
 import pytest
 
-from python_adapter.core.config import ConfigError, check_columns, parse_config
+from python_adapter.errors import ConfigError
+from python_adapter.core.config import check_columns, parse_config
 from python_adapter.core.sizes import format_duration, format_size, parse_size
 
 

@@ -16,13 +16,14 @@ from python_adapter.table.commit import CommitProtocol
 from python_adapter.core.config import parse_config
 from python_adapter.table.faults import InjectedCrash
 from python_adapter.io.fs import HadoopFS
-from python_adapter.table.lock import LockError
+from python_adapter.errors import LockError
 from python_adapter.table.timeline import Timeline, legacy_meta_dir_of, meta_dir_of
-from python_adapter.spark.locking import WriteError
-from python_adapter.spark.writer import recover_table, rollback_last_commit, write_dataframe
+from python_adapter.errors import WriteError
+from python_adapter.spark.rollback import recover_table, rollback_last_commit
+from python_adapter.spark.writer import write_dataframe
 from tests.functional.readers import DirectoryReader, local_dir, parquet_files
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 QUIET = dict(log=lambda m: None)
 # Every step of a definition-changing full refresh: publish:N is the N-th file moved,
 # dropped / defined: the old definition dropped, the new one created.

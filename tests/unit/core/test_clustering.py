@@ -2,7 +2,8 @@ import itertools
 
 import pytest
 
-from python_adapter.core.clustering import cluster_options, plan_groups
+from python_adapter.core.config import cluster_options
+from python_adapter.core.clustering import plan_groups
 from python_adapter.core.curves import hilbert_index, z_value
 
 

@@ -8,7 +8,8 @@ import random
 import pytest
 
 from python_adapter.spark.catalog import TableRef, describe_table
-from python_adapter.core.config import ConfigError, parse_config
+from python_adapter.errors import ConfigError
+from python_adapter.core.config import parse_config
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.timeline import Timeline
 from python_adapter.spark.writer import write_dataframe

@@ -10,12 +10,14 @@ from python_adapter.table import commit
 from python_adapter.table import faults
 from python_adapter.table import lock
 from python_adapter.spark.catalog import TableRef, describe_table
-from python_adapter.table.commit import LockError
+from python_adapter.errors import LockError
 from python_adapter.core.config import parse_config
 from python_adapter.table.faults import InjectedCrash
 from python_adapter.io.fs import HadoopFS
-from python_adapter.table.timeline import Timeline, TimelineError, meta_dir_of
-from python_adapter.spark.writer import recover_table, write_dataframe
+from python_adapter.table.timeline import Timeline, meta_dir_of
+from python_adapter.errors import TimelineError
+from python_adapter.spark.rollback import recover_table
+from python_adapter.spark.writer import write_dataframe
 from tests.functional.helpers import rows_of, rows_of_df
 
 CFG = parse_config({"partition_by": ["day"], "incremental_strategy": "insert_overwrite",

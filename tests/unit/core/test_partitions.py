@@ -1,7 +1,7 @@
 """Partition directories from the texts of partition values, as Spark writes them."""
 import pytest
 
-from python_adapter.core.config import ConfigError
+from python_adapter.errors import ConfigError
 from python_adapter.core.partitions import (check_partition_texts, parse_partition_path,
                                        partition_path)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DBT = str(Path(sys.executable).with_name("dbt"))
 STEPS = REPO / "tests/functional/dbt_steps.py"
 

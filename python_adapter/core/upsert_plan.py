@@ -1,0 +1,131 @@
+"""What an upsert or insert writes where (Hudi copy-on-write file sizing). Pure.
+
+Input: the tag statistics of the batch (per group of rows: their partition, the file that
+holds their key if any, whether they stay in that file's partition, whether they are
+deletes, how many) and the table's files. Per partition, `binpack.plan_partition_write`
+decides which files are rewritten (they hold updated or deleted keys, or are small enough
+to take inserts) and how many new files take the rest. Each output file is a slot, written
+by exactly one Spark task (spark/slot_write.py); each slot that takes inserts gets a range
+of [0, 1) of a hash of the key, so the executing side routes a row by its hash alone.
+"""
+import os
+from dataclasses import dataclass
+from typing import Dict, Iterable, Mapping, Optional, Tuple
+
+from python_adapter.core.binpack import plan_partition_write, summarize
+from python_adapter.core.partitions import check_partition_texts, partition_path
+
+Texts = Tuple[Optional[str], ...]  # partition values as the texts Spark names directories by
+
+
+@dataclass(frozen=True)
+class TagGroup:
+    """Rows of the batch that go the same way."""
+    values: Texts              # the rows' partition values
+    old_values: Texts          # those of the file holding their keys (when found)
+    file: Optional[str]        # rel path of that file; None for keys the table does not hold
+    stays: bool                # the rows stay in that file's partition
+    deleted: bool              # delete rows (delete_column)
+    rows: int
+
+
+@dataclass(frozen=True)
+class Sizing:
+    bytes_per_row: float
+    target_file_size: int
+    small_file_limit: int
+    insert_split_size: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One output file: a rewrite of an existing file, or a new file."""
+    slot: int
+    partition: str             # partition path
+    values: Texts
+    file: Optional[str]        # rel path of the file rewritten, None for a new file
+    inserts: int
+    updates: int = 0
+
+
+@dataclass(frozen=True)
+class InsertRange:
+    """The inserts of a partition whose key hash falls in [lo, hi) go to `slot`."""
+    values: Texts
+    lo: float
+    hi: float
+    slot: int
+    rewrites_file: bool        # the slot rewrites an existing file (its rows ride along)
+
+
+@dataclass(frozen=True)
+class UpsertPlan:
+    slots: Tuple[Slot, ...]
+    ranges: Tuple[InsertRange, ...]
+    weights: Dict[int, Tuple[str, float]]   # slot -> (partition, estimated bytes)
+    summary: Dict[str, int]
+
+    @property
+    def rewrites(self) -> Tuple[Slot, ...]:
+        return tuple(s for s in self.slots if s.file)
+
+
+def _counts(groups: Iterable[TagGroup], pcols):
+    """(partition texts by path, rows updated or deleted per file, inserts per partition)."""
+    values_of, updates_by_file, inserts_by_part = {}, {}, {}
+    for g in groups:
+        if g.file is not None:
+            updates_by_file[g.file] = updates_by_file.get(g.file, 0) + g.rows
+            values_of.setdefault(os.path.dirname(g.file), g.old_values)
+            if g.stays or g.deleted:
+                continue
+        if g.deleted:
+            continue
+        part = partition_path(pcols, g.values)
+        values_of.setdefault(part, g.values)
+        inserts_by_part[part] = inserts_by_part.get(part, 0) + g.rows
+    return values_of, updates_by_file, inserts_by_part
+
+
+def plan_upsert(groups: Iterable[TagGroup], file_bytes: Mapping[str, int], pcols,
+                sizing: Sizing, excluded=()) -> UpsertPlan:
+    """The slots, insert ranges and task weights of an upsert. file_bytes: {rel path: bytes}
+    of every file of the table; excluded: files never packed (in a pending clustering
+    plan). Fails, before anything is written, on partition values Hive reads back as NULL."""
+    groups = list(groups)
+    check_partition_texts(pcols, (g.values for g in groups))
+    values_of, updates_by_file, inserts_by_part = _counts(groups, pcols)
+    files_of = {}
+    for rel, size in file_bytes.items():
+        files_of.setdefault(os.path.dirname(rel), []).append((rel, size))
+    plans = {}
+    for part in sorted(set(inserts_by_part) | {os.path.dirname(f) for f in updates_by_file}):
+        upd = {f: c for f, c in updates_by_file.items() if os.path.dirname(f) == part}
+        plans[part] = plan_partition_write(
+            sorted(files_of.get(part, [])), upd, inserts_by_part.get(part, 0), sizing.bytes_per_row,
+            sizing.target_file_size, sizing.small_file_limit, sizing.insert_split_size,
+            excluded=excluded)
+    slots = []
+    for part, plan in plans.items():
+        for rw in plan.rewrites:
+            slots.append(Slot(len(slots), part, values_of[part], rw.file_id, rw.inserts, rw.updates))
+        for count in plan.new_files:
+            slots.append(Slot(len(slots), part, values_of[part], None, count))
+    weights = {s.slot: (s.partition, (file_bytes[s.file] if s.file else 0)
+                        + (s.inserts + s.updates) * sizing.bytes_per_row) for s in slots}
+    return UpsertPlan(tuple(slots), _insert_ranges(slots, inserts_by_part), weights,
+                      summarize(plans))
+
+
+def _insert_ranges(slots, inserts_by_part):
+    """Per partition, consecutive ranges of [0, 1) in proportion to each slot's inserts."""
+    ranges, done = [], {}
+    for s in slots:
+        if not s.inserts:
+            continue
+        total = inserts_by_part[s.partition]
+        lo = done.get(s.partition, 0)
+        ranges.append(InsertRange(s.values, lo / total, (lo + s.inserts) / total, s.slot,
+                                  s.file is not None))
+        done[s.partition] = lo + s.inserts
+    return tuple(ranges)

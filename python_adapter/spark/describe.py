@@ -1,0 +1,69 @@
+"""What a table looks like: its files (rows, sizes, ranges of the cluster columns) and its
+timeline, for the layout and timeline operations, the layout test and the report."""
+import time
+from typing import List, Optional, Sequence, Union
+from urllib.parse import unquote
+
+from pyspark.sql import functions as F
+
+from python_adapter.core.layout import Layout, LayoutFile
+from python_adapter.core.sizes import format_size
+from python_adapter.spark.catalog import TableRef
+from python_adapter.spark.job import resolve_names
+from python_adapter.spark.locking import open_table
+from python_adapter.table.files import current_files
+from python_adapter.table.timeline import Timeline
+
+TIMELINE_COLUMNS = ["instant", "time", "action", "state", "operation", "files_added",
+                    "files_removed", "rows", "bytes", "size"]
+
+
+def _written_with(timeline):
+    """(target_file_size, small_file_limit) of the table's last write, None when unknown."""
+    last = next((i for i in reversed(timeline.completed(actions=("commit",)))), None)
+    target = int(last.extra["target_file_size"]) if last and "target_file_size" in last.extra else None
+    small = int(last.extra["small_file_limit"]) if last and "small_file_limit" in last.extra else None
+    return target, small
+
+
+def read_layout(spark, table: TableRef,
+                cluster_by: Optional[Union[str, Sequence[str]]] = None) -> Layout:
+    """Layout of a table's files: rows from the Parquet footers and, per file, the min / max
+    of the cluster columns (given, or those of the table's last clustering)."""
+    info, fs, location = open_table(spark, table)
+    timeline = Timeline(fs, location)
+    current = current_files(fs, location)
+    target, small = _written_with(timeline)
+    if cluster_by is None:
+        clustered = next((i for i in reversed(timeline.completed(actions=("replacecommit",)))), None)
+        cluster_by = clustered.extra["cluster_by"].split(",") if clustered else []
+    cluster_by = resolve_names([cluster_by] if isinstance(cluster_by, str) else cluster_by,
+                               info.column_names) if cluster_by else ()
+    stats = {}
+    if current:
+        df = spark.table(f"{table.schema}.{table.identifier}")
+        aggs = [F.count(F.lit(1))]
+        for c in cluster_by:
+            aggs += [F.min(c), F.max(c)]
+        for r in df.groupBy(F.col("_metadata.file_path").alias("p")).agg(*aggs).collect():
+            stats[unquote(r[0])] = (r[1], tuple((c, r[2 + 2 * i], r[3 + 2 * i])
+                                                for i, c in enumerate(cluster_by)))
+    files = []
+    for f in current:
+        rows, ranges = stats.get(unquote(f"{location}/{f.path}"), (0, ()))
+        files.append(LayoutFile(partition=f.partition, path=f.path, bytes=f.bytes, rows=rows,
+                                ranges=ranges))
+    return Layout(files=tuple(files), target_file_size=target, small_file_limit=small,
+                  cluster_by=tuple(cluster_by))
+
+
+def timeline_rows(spark, table: TableRef) -> List[list]:
+    """One row per instant of the table, oldest first (TIMELINE_COLUMNS)."""
+    _info, fs, location = open_table(spark, table)
+    rows = []
+    for inst in Timeline(fs, location).instants():
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(inst.created_at_ms / 1000))
+        rows.append([inst.instant, when, inst.action, inst.state, inst.operation,
+                     len(inst.added), len(inst.removed), inst.rows_written, inst.bytes_written,
+                     format_size(inst.bytes_written)])
+    return rows

@@ -1,0 +1,68 @@
+"""A write's staging area: what was written there (rows and key range of each staged file)
+and the bytes per row a write plans with."""
+from typing import List, Optional, Tuple
+from urllib.parse import unquote
+
+from pyspark.sql import functions as F
+
+from python_adapter.core.keys import encode_key
+from python_adapter.io.footers import staged_footers
+from python_adapter.spark.job import WriteJob
+from python_adapter.spark.measure import measure_bytes_per_row
+from python_adapter.spark.slot_write import staged_file
+from python_adapter.spark.table_files import read_files
+from python_adapter.table.files import file_entry
+from python_adapter.table.timeline import DEFINES_TABLE, FileEntry, learned_bytes_per_row
+
+
+def staged_entries(spark, fs, staging: str, key_col: Optional[str] = None) -> List[FileEntry]:
+    """FileEntry per Parquet file written under staging: rows from the footers, and the
+    min / max of the first unique_key column, kept in the timeline to prune tagging."""
+    staging = fs.qualify(staging)
+    footers = staged_footers(spark, staging, key_col)
+    if footers is None:  # not local, or no jar: a Spark job reads them
+        files = [f for f in fs.list_files(staging) if f.name.endswith(".parquet")]
+        if not files:
+            return []
+        rels = [f.path[len(staging):].lstrip("/") for f in files]
+        stats = file_stats(read_files(spark, staging, None, rels), key_col)
+        footers = [(f.path, f.size, *stats.get(unquote(f.path), (-1, "", ""))) for f in files]
+    entries = []
+    for path, size, rows, kmin, kmax in sorted(footers):
+        partition, rel = staged_file(path[len(staging):].lstrip("/"))
+        entries.append(file_entry(partition, rel, rows, size, staged_path=path,
+                                  key_range=(kmin, kmax)))
+    return entries
+
+
+def file_stats(df, key_col: Optional[str] = None) -> dict:
+    """{unquoted file URI: (rows, key min, key max)}. Without a key column only the Parquet
+    footers are read. Task file names repeat across partition directories, so the key is
+    the whole path."""
+    aggs = [F.count(F.lit(1))]
+    if key_col:
+        aggs += [F.min(key_col), F.max(key_col)]
+    out = {}
+    for r in df.groupBy(F.col("_metadata.file_path").alias("p")).agg(*aggs).collect():
+        kmin, kmax = (encode_key(r[2]), encode_key(r[3])) if key_col else ("", "")
+        out[unquote(r[0])] = (r[1], kmin, kmax)
+    return out
+
+
+def bytes_per_row(job: WriteJob, df, total_rows: Optional[int]) -> Tuple[Optional[float], str]:
+    """(bytes per row or None, where it came from): the config, the table's earlier commits
+    (not across a new definition), or a sample of df written to Parquet (DESIGN, algorithm 1)."""
+    if job.cfg.bytes_per_row is not None:
+        return job.cfg.bytes_per_row, "config"
+    defines = job.extra.get(DEFINES_TABLE) == "true"
+    learned = None if defines else learned_bytes_per_row(job.proto.timeline)
+    if learned is not None:
+        return learned, "earlier commits"
+    if total_rows is None:
+        total_rows = df.count()
+    if not total_rows:
+        return None, "no rows"
+    job.progress("sampling to measure bytes per row")
+    bpr = measure_bytes_per_row(job.fs, df, job.data_cols, total_rows, job.cfg.target_file_size,
+                                job.staging + "/_sample")
+    return bpr, "sample written to Parquet"

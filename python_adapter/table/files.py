@@ -1,0 +1,74 @@
+"""The table's files as its timeline records them, against what the filesystem holds.
+
+A file is known by its path relative to the table; the timeline's completed instants say
+which files the table holds (`Timeline.file_index`). Hidden paths are never data.
+"""
+import os
+from typing import Iterable, List, Optional, Tuple
+
+from python_adapter.core.sizes import format_count
+from python_adapter.errors import DamagedTableError
+from python_adapter.table.timeline import FileEntry
+
+
+def file_entry(partition: str, rel_path: str, rows: int, size: int, staged_path: str = "",
+               key_range: Tuple[str, str] = ("", "")) -> FileEntry:
+    """A FileEntry of a data file; its file group is its name."""
+    return FileEntry(partition=partition, path=rel_path, rows=rows, bytes=size,
+                     file_group=os.path.basename(rel_path), moved_path=staged_path,
+                     key_min=key_range[0], key_max=key_range[1])
+
+
+def partitions_of(*entry_lists: Iterable[FileEntry]) -> set:
+    """The partition directories of some FileEntry lists (adds and removes of a commit)."""
+    return {e.partition for entries in entry_lists for e in entries}
+
+
+def current_files(fs, location: str, timeline=None, check: Optional[str] = None) -> List[FileEntry]:
+    """FileEntry of every data file of the table now (hidden paths are not data), with the
+    rows and key statistics the timeline recorded when it has them. check: the table's
+    name; when given, every file the timeline records as current must be there with its
+    recorded size, or DamagedTableError names the files and the way out."""
+    index = timeline.file_index() if timeline is not None else {}
+    out = []
+    for f in fs.list_files(location):
+        rel = f.path[len(location):].lstrip("/")
+        known = index.get(rel)
+        out.append(known if known is not None and known.bytes == f.size
+                   else file_entry(os.path.dirname(rel), rel, -1, f.size))
+    if check is not None:
+        missing, changed = damaged_files(index, out)
+        if missing or changed:
+            raise DamagedTableError(damage_message(check, missing, changed))
+    return out
+
+
+def damaged_files(index, current):
+    """(recorded entries whose file is gone, (recorded entry, size now) of files whose size
+    changed) between the timeline's file index and the table's files now."""
+    size_now = {f.path: f.bytes for f in current}
+    missing = [e for p, e in sorted(index.items()) if p not in size_now]
+    changed = [(e, size_now[p]) for p, e in sorted(index.items())
+               if p in size_now and size_now[p] != e.bytes]
+    return missing, changed
+
+
+def _rows(entry):
+    return f"{format_count(entry.rows)} rows" if entry.rows >= 0 else "rows unknown"
+
+
+def damage_message(name, missing, changed, shown=5):
+    parts = []
+    if missing:
+        listed = ", ".join(f"{e.path} ({_rows(e)})" for e in missing[:shown])
+        more = f" and {len(missing) - shown} more" if len(missing) > shown else ""
+        parts.append(f"{len(missing)} missing: {listed}{more}")
+    if changed:
+        listed = ", ".join(f"{e.path} ({e.bytes} -> {size} bytes)" for e, size in changed[:shown])
+        more = f" and {len(changed) - shown} more" if len(changed) > shown else ""
+        parts.append(f"{len(changed)} changed: {listed}{more}")
+    return (f"files of {name} that its commits recorded were deleted or changed outside them "
+            f"({'; '.join(parts)}). Nothing was written: going on would build on rows that are "
+            f"gone. Put the files back, or record the table as it is now (the rows of those "
+            f"files are then lost) with: dbt run-operation sized_repair --args "
+            f"'{{relation: {name}}}', or rebuild it with --full-refresh")

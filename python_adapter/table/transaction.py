@@ -1,0 +1,105 @@
+"""One instant of a table, from request to cleanup: the commit sequence every operation
+shares (writes, rollback, repair, clustering), in the spirit of pyiceberg's Transaction
+and its snapshot producers: an operation only says which files it adds and removes.
+
+    with Transaction(proto, catalog, "upsert", partition_columns) as txn:
+        ...                       # stage the new files under proto.staging_dir(txn.id)
+        txn.add(staged)
+        txn.remove(replaced)
+    txn.done                      # the completed instant
+
+On a clean exit: inflight (the full list of adds and removes), publish (removed files set
+aside, added files moved into place), the table's definition when the operation brings one
+(`define`), the catalog's partitions, completed, cleanup. An ordinary failure (Exception)
+anywhere rolls the instant back at once and lets the catalog put itself back; an
+InjectedCrash (a simulated kill) passes through untouched, as a real crash leaves things
+for the next writer's recovery.
+"""
+from typing import Callable, Iterable, Optional, Protocol
+
+from python_adapter.table.commit import CommitProtocol
+from python_adapter.table.files import partitions_of
+from python_adapter.table.timeline import FileEntry, Instant
+
+
+class CatalogSync(Protocol):
+    """What a commit tells the table's catalog (the metastore), implemented by the Spark
+    layer (spark/catalog.py); the table layer never talks to the metastore itself."""
+
+    def sync(self, changed: set, registered: set, filled: set) -> None:
+        """Register the changed partitions that hold files now, drop those that do not.
+        registered: partitions known to be registered; filled: known to hold files."""
+
+    def after_rollback(self, instants: Iterable[Instant]) -> None:
+        """Put the catalog back after instants were rolled back (their definition, their
+        partitions)."""
+
+
+class Transaction:
+    def __init__(self, proto: CommitProtocol, catalog: CatalogSync, operation: str,
+                 partition_columns, action: str = "commit", extra: Optional[dict] = None,
+                 planned: Optional[Instant] = None):
+        """planned: an instant already requested (a scheduled clustering plan) to carry out
+        instead of requesting a new one."""
+        self.proto, self.catalog = proto, catalog
+        self._request = (operation, tuple(partition_columns), action, dict(extra or {}))
+        self.instant = planned
+        self.added, self.removed = [], []
+        self.in_place = set()
+        self.registered = set()       # partitions the catalog had before (no need to ask)
+        self.completed_extra = {}
+        self.define: Optional[Callable[[Instant], None]] = None
+        self.done: Optional[Instant] = None
+
+    @property
+    def id(self) -> str:
+        return self.instant.instant
+
+    @property
+    def extra(self) -> dict:
+        return self.instant.extra
+
+    def add(self, entries: Iterable[FileEntry]) -> None:
+        """New files: staged (moved_path) or, with moved_path '', recorded where they are."""
+        self.added.extend(entries)
+
+    def remove(self, entries: Iterable[FileEntry], in_place: Iterable[str] = ()) -> None:
+        """Files the instant replaces: set aside on publish, except those in `in_place`
+        (rel paths of files that are gone, or that stay where they are)."""
+        self.removed.extend(entries)
+        self.in_place.update(in_place)
+
+    def __enter__(self) -> "Transaction":
+        if self.instant is None:
+            operation, pcols, action, extra = self._request
+            self.instant = self.proto.request(operation, pcols, action=action, extra=extra)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self._commit()
+            self.proto.cleanup(self.done)
+        elif isinstance(exc, Exception):  # an ordinary failure; a crash passes untouched
+            self._abort()
+        return False
+
+    def _commit(self) -> None:
+        try:
+            inflight = self.proto.mark_inflight(self.instant, self.added, self.removed,
+                                                in_place=self.in_place)
+            self.proto.publish(inflight)
+            if self.define is not None:
+                self.define(self.instant)
+            # A new definition holds no partition yet: only the new files' concern it.
+            changed = partitions_of(self.added) if self.define is not None \
+                else partitions_of(self.added, self.removed)
+            self.catalog.sync(changed, self.registered, partitions_of(self.added))
+            self.done = self.proto.complete(inflight, extra=self.completed_extra)
+        except Exception:
+            self._abort()
+            raise
+
+    def _abort(self) -> None:
+        """Undo now rather than leave it to the next writer's recovery."""
+        self.proto.abort(self.instant)
+        self.catalog.after_rollback([self.instant])
