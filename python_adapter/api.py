@@ -8,10 +8,12 @@ as such.
 import functools
 from typing import Any, Dict, List, Optional, Sequence
 
-from python_adapter.core.config import SizedConfig, parse_config
+from python_adapter.core.config import STRATEGIES, SizedConfig, parse_config
 from python_adapter.core.layout import (LAYOUT_COLUMNS, Layout, file_columns, file_rows,
                                         layout_problems, layout_rows)
 from python_adapter.errors import UnreadableFileError
+# the embedded session's local filesystem, which the connection sets up before Spark starts
+from python_adapter.io.fast_local_fs import FS_CLASS, embedded_confs
 from python_adapter.report import write_report
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.cluster_exec import ClusterResult, run_clustering
@@ -27,7 +29,8 @@ from python_adapter.table.timeline import Timeline
 __all__ = ["TableRef", "SizedConfig", "parse_config", "write_model", "write_dataframe",
            "layout", "layout_rows", "file_rows", "file_columns", "layout_problems",
            "LAYOUT_COLUMNS", "timeline", "TIMELINE_COLUMNS", "rollback", "recover", "repair",
-           "cluster", "report", "WriteResult", "ClusterResult", "RepairResult", "Layout"]
+           "cluster", "report", "WriteResult", "ClusterResult", "RepairResult", "Layout",
+           "STRATEGIES", "FS_CLASS", "embedded_confs"]
 
 
 def _names_unreadable_files(fn):

@@ -4,10 +4,11 @@ Hudi keeps files near the target size at write time instead of compacting afterw
 inserts first top up the partition's small files (size < small_file_limit) to the target,
 and only the rest go to new files of `insert_split_size` rows. Updates rewrite the file that
 holds the key; a file that gets neither updates nor inserts is never read or rewritten.
-See shared/DESIGN.md "Algorithms" item 3 and shared/reference/hudi-file-sizing.txt.
+See docs/design.md, Algorithms 3.
 """
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Optional
 
 
 def _check_int(name, value, minimum):
@@ -126,8 +127,16 @@ class PartitionWritePlan:
         return sum(self.new_files)
 
 
-def plan_partition_write(files, updates_by_file, num_inserts, bytes_per_row, target_file_size,
-                         small_file_limit, insert_split_size=None, excluded=()):
+@dataclass(frozen=True)
+class Sizing:
+    """The sizes a write plans with (docs/design.md, Algorithms 1 and 3)."""
+    bytes_per_row: float
+    target_file_size: int
+    small_file_limit: int
+    insert_split_size: Optional[int] = None
+
+
+def plan_partition_write(files, updates_by_file, num_inserts, sizing: Sizing, excluded=()):
     """Plan one partition of an upsert (copy-on-write).
 
     `updates_by_file` maps file_id -> rows updated or deleted in that file (the file holding
@@ -147,8 +156,8 @@ def plan_partition_write(files, updates_by_file, num_inserts, bytes_per_row, tar
     # Excluded files (e.g. in a pending clustering plan) are simply not offered for packing.
     excluded = set(excluded)
     candidates = [(file_id, size) for file_id, size in files if file_id not in excluded]
-    assigned = plan_inserts(candidates, num_inserts, bytes_per_row, target_file_size,
-                            small_file_limit, insert_split_size)
+    assigned = plan_inserts(candidates, num_inserts, sizing.bytes_per_row, sizing.target_file_size,
+                            sizing.small_file_limit, sizing.insert_split_size)
     packed = {file_id: n for file_id, n in assigned if file_id is not None}
     plan = PartitionWritePlan(new_files=[n for file_id, n in assigned if file_id is None])
     for file_id, _ in files:

@@ -8,7 +8,6 @@ import math
 from dataclasses import dataclass
 from typing import Tuple
 
-from python_adapter.core.config import ClusterOptions
 
 @dataclass(frozen=True)
 class ClusterGroup:

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
-from python_adapter.core.binpack import plan_partition_write, summarize
+from python_adapter.core.binpack import Sizing, plan_partition_write, summarize
 from python_adapter.core.partitions import check_partition_texts, partition_path
 
 Texts = Tuple[Optional[str], ...]  # partition values as the texts Spark names directories by
@@ -27,14 +27,6 @@ class TagGroup:
     stays: bool                # the rows stay in that file's partition
     deleted: bool              # delete rows (delete_column)
     rows: int
-
-
-@dataclass(frozen=True)
-class Sizing:
-    bytes_per_row: float
-    target_file_size: int
-    small_file_limit: int
-    insert_split_size: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -101,10 +93,8 @@ def plan_upsert(groups: Iterable[TagGroup], file_bytes: Mapping[str, int], pcols
     plans = {}
     for part in sorted(set(inserts_by_part) | {os.path.dirname(f) for f in updates_by_file}):
         upd = {f: c for f, c in updates_by_file.items() if os.path.dirname(f) == part}
-        plans[part] = plan_partition_write(
-            sorted(files_of.get(part, [])), upd, inserts_by_part.get(part, 0), sizing.bytes_per_row,
-            sizing.target_file_size, sizing.small_file_limit, sizing.insert_split_size,
-            excluded=excluded)
+        plans[part] = plan_partition_write(sorted(files_of.get(part, [])), upd,
+                                           inserts_by_part.get(part, 0), sizing, excluded=excluded)
     slots = []
     for part, plan in plans.items():
         for rw in plan.rewrites:

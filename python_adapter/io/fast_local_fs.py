@@ -1,9 +1,8 @@
 """The embedded Spark's local filesystem, without a `chmod` process per file.
 
 pip's pyspark has no Hadoop native library, so Hadoop's local filesystem sets the permissions
-of every file, checksum file and directory it creates by forking `chmod`: a Spark write of 600
-files started ~3,600 processes and took 5.2 s, 1.7 s without them
-(`benchmarks/local_fs_cost.py`). `java/sizedspark/fs/` subclasses it to set the same bits
+of every file, checksum file and directory it creates by forking `chmod` (measured by
+`benchmarks/local_fs_cost.py`; figures in benchmarks/README.md). `java/sizedspark/fs/` subclasses it to set the same bits
 through java.nio. The jar is compiled here on first use, by the `javac` of the JDK that runs
 Spark, and cached per user.
 

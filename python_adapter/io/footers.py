@@ -8,14 +8,14 @@ a Spark job, which spreads the footer reads over the executors.
 from py4j.protocol import Py4JJavaError
 
 from python_adapter.io.fast_local_fs import decode_fields, jar_loaded
-from python_adapter.io.fs import _local_path
+from python_adapter.io.fs import local_path
 
 
 def staged_footers(spark, staging, key_col=None):
     """[(uri, bytes, rows, key min, key max)] of the visible Parquet files below `staging`
     (a qualified URI), or None when the footers are to be read by a Spark job."""
     jvm = spark.sparkContext._jvm
-    if _local_path(staging) is None or not jar_loaded(jvm):
+    if local_path(staging) is None or not jar_loaded(jvm):
         return None
     try:
         text = jvm.sizedspark.fs.StagedFiles.scan(

@@ -99,7 +99,7 @@ class HadoopFS:
 
     def list_files(self, path, skip_hidden=True):
         """All files below a directory, recursively; hidden entries skipped as Spark does."""
-        if skip_hidden and _local_path(self.qualify(path)) is not None and jar_loaded(self._jvm):
+        if skip_hidden and local_path(self.qualify(path)) is not None and jar_loaded(self._jvm):
             try:
                 return self._list_visible(path)
             except Py4JJavaError as exc:
@@ -181,7 +181,7 @@ class HadoopFS:
         (when the session's `file:` filesystem writes them), so a rename does not carry them
         into a table's directory, where other engines trip over them. Other schemes: none."""
         for path in paths:
-            local = _local_path(path)
+            local = local_path(path)
             if local is None:
                 continue
             head, _, name = local.rpartition("/")
@@ -199,8 +199,8 @@ class HadoopFS:
         return bool(self._fs(jpath).delete(jpath, recursive))
 
     def read_bytes(self, path):
-        local = _local_path(path)
-        if local is not None:  # a byte[] through py4j costs ~50 ms per MB; a local file, none
+        local = local_path(path)
+        if local is not None:  # a byte[] through py4j is slow per MB; a local file is not
             try:
                 with open(local, "rb") as fh:
                     return fh.read()
@@ -228,7 +228,7 @@ class HadoopFS:
         return int(self._fs(jpath).getFileStatus(jpath).getLen())
 
 
-def _local_path(path):
+def local_path(path):
     """The local path of an explicit `file:` URI, else None (a path without a scheme is on
     the default filesystem, which may be HDFS)."""
     if path.startswith("file:///"):

@@ -35,7 +35,7 @@ class TableInfo:
 
 def describe_table(spark, table):
     """TableInfo, or None when the table does not exist. One DESCRIBE gives columns, partition
-    columns and details (the catalog's listColumns costs ~5x as much again)."""
+    columns and details (the catalog's listColumns costs several times as much again)."""
     if not spark.catalog.tableExists(f"{table.schema}.{table.identifier}"):
         return None
     return parse_describe([tuple(r) for r in

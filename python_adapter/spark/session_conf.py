@@ -39,10 +39,10 @@ def shuffle_conf(spark, nbytes):
     """Settings for a query over about `nbytes` (Spark's estimate of its input): one shuffle
     partition per advisory partition size, the size AQE coalesces to, at least 1 and at most
     the session's spark.sql.shuffle.partitions. AQE would coalesce a small batch's 200
-    partitions to one anyway, but only after every map task has written all 200: a 6,000-row
-    key check took ~0.6 s that way and ~0.27 s with one. A query that fits one partition also
-    runs without AQE, as one job instead of one per stage (~0.15 s): there is nothing left for
-    AQE to coalesce, split or switch to a broadcast."""
+    partitions to one anyway, but only after every map task has written all 200 (a small
+    batch's key check took about twice as long; benchmarks/README.md, "Engine costs"). A
+    query that fits one partition also runs without AQE, as one job instead of one per
+    stage: there is nothing left for AQE to coalesce, split or switch to a broadcast."""
     current = int(spark.conf.get("spark.sql.shuffle.partitions"))
     advisory = spark.conf.get("spark.sql.adaptive.advisoryPartitionSizeInBytes", "64MB")
     per = int(spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils

@@ -51,7 +51,7 @@ def file_stats(df, key_col: Optional[str] = None) -> dict:
 
 def bytes_per_row(job: WriteJob, df, total_rows: Optional[int]) -> Tuple[Optional[float], str]:
     """(bytes per row or None, where it came from): the config, the table's earlier commits
-    (not across a new definition), or a sample of df written to Parquet (DESIGN, algorithm 1)."""
+    (not across a new definition), or a sample of df written to Parquet (docs/design.md, Algorithms 1)."""
     if job.cfg.bytes_per_row is not None:
         return job.cfg.bytes_per_row, "config"
     defines = job.extra.get(DEFINES_TABLE) == "true"

@@ -214,7 +214,7 @@ class _FilePlan:
 
 def _plan(job: WriteJob) -> _FilePlan:
     """Files per partition: rows counted per partition, times bytes per row, over the
-    target (DESIGN, algorithm 1); a static file_count is spread over the partitions."""
+    target (docs/design.md, Algorithms 1); a static file_count is spread over the partitions."""
     cfg, progress, df = job.cfg, job.progress, job.df
     need_counts = cfg.distribution != "none" and (
         cfg.file_count is None or cfg.distribution in ("exact", "hash"))

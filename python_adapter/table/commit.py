@@ -1,4 +1,4 @@
-"""The commit protocol of DESIGN: lock, recover, requested, stage, inflight, publish,
+"""The commit protocol (docs/design.md): lock, recover, requested, stage, inflight, publish,
 completed, cleanup.
 
 After any crash the table holds exactly the files of its last completed commit: recovery

@@ -27,7 +27,8 @@ def main():
     from python_adapter.spark.catalog import TableRef, describe_table
     from python_adapter.core.config import parse_config
     from python_adapter.io.fast_local_fs import configure
-    from python_adapter.spark.writer import recover_table, write_dataframe
+    from python_adapter.spark.rollback import recover_table
+    from python_adapter.spark.writer import write_dataframe
 
     home, expect, actions = sys.argv[1], sys.argv[2], sys.argv[3:]
     spark = (configure(SparkSession.builder, "local[2]")

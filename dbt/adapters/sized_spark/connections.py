@@ -13,8 +13,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt_common.exceptions import DbtRuntimeError
 
-from python_adapter.core.config import STRATEGIES
-from python_adapter.io.fast_local_fs import FS_CLASS, embedded_confs
+from python_adapter.api import FS_CLASS, STRATEGIES, embedded_confs
 
 logger = AdapterLogger("SizedSpark")
 

@@ -4,7 +4,7 @@ import re
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.cluster_exec import run_clustering
 from python_adapter.core.config import parse_config
-from python_adapter.report.html import write_report
+from python_adapter.report import write_report
 from python_adapter.spark.writer import write_dataframe
 
 QUIET = dict(log=lambda m: None)

@@ -197,7 +197,7 @@ def test_a_table_of_an_earlier_version_is_moved_to_the_new_layout(spark, schema)
     spark.range(5).write.parquet(f"{old.staging_dir(crashed.instant)}/tmp")
     fs.rename([f for f in fs.list_files(f"{old.staging_dir(crashed.instant)}/tmp")
                if f.name.endswith(".parquet")][0].path, stray)
-    from python_adapter.table.commit import file_entry
+    from python_adapter.table.files import file_entry
     inflight = old.mark_inflight(crashed, [file_entry("p=9", "p=9/part-x.parquet", 5, fs.size(stray),
                                                       staged_path=stray)], [])
     old.publish(inflight)

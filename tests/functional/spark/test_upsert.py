@@ -276,8 +276,9 @@ def test_bytes_per_row_is_learned_from_earlier_commits(spark, schema, events):
 
 
 def test_rollback_restores_the_state_before_the_last_commit(spark, schema, events):
-    from python_adapter.spark.writer import rollback_last_commit, timeline_rows
-    from python_adapter.spark.writer import WriteError
+    from python_adapter.spark.rollback import rollback_last_commit
+    from python_adapter.spark.describe import timeline_rows
+    from python_adapter.errors import WriteError
 
     table = TableRef(schema, "rb")
     base = events(days=3)

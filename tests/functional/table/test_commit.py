@@ -194,7 +194,7 @@ def test_an_ordinary_failure_rolls_back_and_releases_the_lock(spark, schema, eve
 @pytest.mark.parametrize("point", ["inflight", "publish:2", "published"])
 def test_crash_during_rollback_keeps_the_last_completed_state(spark, schema, events,
                                                               monkeypatch, point):
-    from python_adapter.spark.writer import rollback_last_commit
+    from python_adapter.spark.rollback import rollback_last_commit
 
     table = TableRef(schema, "rbcrash")
     upsert = parse_config({"partition_by": ["day"], "unique_key": "id",

@@ -1,4 +1,4 @@
-"""Hudi copy-on-write insert bin-packing (DESIGN "Algorithms" item 3). Pure, no Spark."""
+"""Hudi copy-on-write insert bin-packing (docs/design.md, Algorithms 3). Pure, no Spark."""
 import random
 
 import pytest
@@ -7,6 +7,7 @@ from python_adapter.core.binpack import (
     FileRewrite,
     PartitionWritePlan,
     plan_inserts,
+    Sizing,
     plan_partition_write,
     summarize,
 )
@@ -165,7 +166,7 @@ def test_validation_errors_name_the_argument(kwargs, name):
 
 def test_partition_write_merges_updates_and_inserts_and_skips_idle_files():
     plan = plan_partition_write(
-        HUDI_FILES, {"f2": 7, "f4": 3}, 150_010, ROW, 120 * MB, 100 * MB)
+        HUDI_FILES, {"f2": 7, "f4": 3}, 150_010, Sizing(ROW, 120 * MB, 100 * MB))
     assert plan == PartitionWritePlan(
         rewrites=[
             FileRewrite("f1", 0, 80_000),
@@ -181,33 +182,33 @@ def test_partition_write_merges_updates_and_inserts_and_skips_idle_files():
 def test_partition_write_excluded_files_get_no_inserts():
     # f1 is in a pending clustering plan: packing skips it, updates to it still land
     plan = plan_partition_write(
-        HUDI_FILES, {"f1": 2}, 100_000, ROW, 120 * MB, 100 * MB, excluded={"f1", "f3"})
+        HUDI_FILES, {"f1": 2}, 100_000, Sizing(ROW, 120 * MB, 100 * MB), excluded={"f1", "f3"})
     assert plan.rewrites == [FileRewrite("f1", 2, 0), FileRewrite("f2", 0, 40_000)]
     assert plan.new_files == [60_000]
     # an excluded file with nothing to do is not in the plan at all
-    plan = plan_partition_write(HUDI_FILES, {}, 5, ROW, 120 * MB, 100 * MB, excluded=["f1"])
+    plan = plan_partition_write(HUDI_FILES, {}, 5, Sizing(ROW, 120 * MB, 100 * MB), excluded=["f1"])
     assert plan.rewrites == [FileRewrite("f2", 0, 5)]
 
 
 def test_partition_write_only_updates_no_inserts():
-    plan = plan_partition_write(HUDI_FILES, {"f5": 1, "f1": 0}, 0, ROW, 120 * MB, 100 * MB)
+    plan = plan_partition_write(HUDI_FILES, {"f5": 1, "f1": 0}, 0, Sizing(ROW, 120 * MB, 100 * MB))
     assert plan.rewrites == [FileRewrite("f5", 1, 0)]
     assert plan.new_files == []
 
 
 def test_partition_write_validates_updates():
     with pytest.raises(ValueError, match="updates_by_file"):
-        plan_partition_write(HUDI_FILES, {"nope": 1}, 0, ROW, 120 * MB, 100 * MB)
+        plan_partition_write(HUDI_FILES, {"nope": 1}, 0, Sizing(ROW, 120 * MB, 100 * MB))
     with pytest.raises(ValueError, match="updates_by_file"):
-        plan_partition_write(HUDI_FILES, {"f1": -1}, 0, ROW, 120 * MB, 100 * MB)
+        plan_partition_write(HUDI_FILES, {"f1": -1}, 0, Sizing(ROW, 120 * MB, 100 * MB))
     with pytest.raises(ValueError, match="files"):
-        plan_partition_write([("a", 1), ("a", 2)], {}, 0, ROW, 120 * MB, 100 * MB)
+        plan_partition_write([("a", 1), ("a", 2)], {}, 0, Sizing(ROW, 120 * MB, 100 * MB))
 
 
 def test_partition_write_uses_plan_inserts_result():
     files = [("x", 3 * MB), ("y", 119 * MB), ("z", 50 * MB)]
     for n in (0, 1, 1_000, 187_000, 500_000):
-        plan = plan_partition_write(files, {}, n, ROW, 120 * MB, 100 * MB)
+        plan = plan_partition_write(files, {}, n, Sizing(ROW, 120 * MB, 100 * MB))
         assigned = plan_inserts(files, n, ROW, 120 * MB, 100 * MB)
         assert [(r.file_id, r.inserts) for r in plan.rewrites] == \
             sorted([(f, c) for f, c in assigned if f], key=lambda t: [f for f, _ in files].index(t[0]))
@@ -216,8 +217,8 @@ def test_partition_write_uses_plan_inserts_result():
 
 
 def test_summarize_counts():
-    a = plan_partition_write(HUDI_FILES, {"f2": 7, "f4": 3}, 150_010, ROW, 120 * MB, 100 * MB)
-    b = plan_partition_write([], {}, 250_000, ROW, 120 * MB, 100 * MB)
+    a = plan_partition_write(HUDI_FILES, {"f2": 7, "f4": 3}, 150_010, Sizing(ROW, 120 * MB, 100 * MB))
+    b = plan_partition_write([], {}, 250_000, Sizing(ROW, 120 * MB, 100 * MB))
     expected = {"files_rewritten": 4, "new_files": 4, "updates": 10,
                 "inserts_into_existing": 150_000, "inserts_into_new": 250_010}
     assert summarize([a, b]) == expected

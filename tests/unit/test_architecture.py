@@ -1,0 +1,111 @@
+"""The package's architecture (docs/design.md), checked on its source: layers whose imports
+point only down, a pure core, no import cycle, no private name imported from another
+module, short parameter lists, and a dbt plugin that calls the engine through one API."""
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "python_adapter"
+# Lower layers first: a module may import its own layer and those before it. errors is
+# the one hierarchy every layer raises from.
+LAYERS = ["errors", "core", "io", "table", "spark", "report", "api"]
+MAX_PARAMETERS = 7
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        name = ".".join(rel.parts)
+        yield (name[: -len(".__init__")] if name.endswith(".__init__") else name), path
+
+
+def _imports(path):
+    """(module imported, names imported from it) of every import in a file."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, ()
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module, tuple(a.name for a in node.names)
+
+
+def _layer(module):
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _engine_imports(path):
+    """Modules of the package a file imports (`from python_adapter.x import y` may name a
+    module y of package x)."""
+    known = {name for name, _ in _modules()}
+    for module, names in _imports(path):
+        if not module.startswith("python_adapter"):
+            continue
+        subs = [f"{module}.{n}" for n in names if f"{module}.{n}" in known]
+        yield from subs or [module]
+
+
+@pytest.mark.parametrize("name, path", [m for m in _modules() if _layer(m[0]) == "core"])
+def test_core_is_pure(name, path):
+    foreign = [m for m, _ in _imports(path)
+               if m.split(".")[0] in ("pyspark", "py4j", "fastavro")]
+    assert not foreign, f"{name} imports {foreign}"
+
+
+@pytest.mark.parametrize("name, path", list(_modules()))
+def test_imports_point_down(name, path):
+    layer = _layer(name)
+    if layer not in LAYERS:
+        return  # python_adapter/__init__.py
+    allowed = set(LAYERS[: LAYERS.index(layer) + 1]) | {"errors"}
+    wrong = [m for m in _engine_imports(path) if _layer(m) not in allowed]
+    assert not wrong, f"{name} ({layer}) imports {wrong} from a layer above it"
+
+
+def test_no_import_cycle():
+    graph = {name: {m for m in _engine_imports(path) if m != name} for name, path in _modules()}
+    state = {}
+
+    def visit(node, trail):
+        if state.get(node) == "done":
+            return
+        assert state.get(node) != "open", f"import cycle: {' -> '.join(trail + [node])}"
+        state[node] = "open"
+        for nxt in graph.get(node, ()):
+            visit(nxt, trail + [node])
+        state[node] = "done"
+
+    for node in graph:
+        visit(node, [])
+
+
+@pytest.mark.parametrize("name, path", list(_modules()))
+def test_no_private_name_of_another_module(name, path):
+    private = [f"{m}.{n}" for m, names in _imports(path) if m.startswith("python_adapter")
+               for n in names if n.startswith("_")]
+    assert not private, f"{name} imports {private}"
+
+
+@pytest.mark.parametrize("name, path", list(_modules()))
+def test_parameter_lists_are_short(name, path):
+    long = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
+                      if a.arg not in ("self", "cls")]
+            if len(params) > MAX_PARAMETERS:
+                long.append(f"{node.name} ({len(params)})")
+    assert not long, f"{name}: more than {MAX_PARAMETERS} parameters: {long} (pass a record)"
+
+
+def test_the_dbt_plugin_calls_the_engine_through_api_and_errors_only():
+    used = set()
+    for path in (ROOT / "dbt").rglob("*.py"):
+        used |= {m for m, names in _imports(path) if m.startswith("python_adapter.")}
+        used |= {f"python_adapter.{n}" for m, names in _imports(path) if m == "python_adapter"
+                 for n in names}
+    assert used <= {"python_adapter.api", "python_adapter.errors"}, used
