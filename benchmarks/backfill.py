@@ -21,36 +21,31 @@ study's hash-collision analysis (365 dates x 5 files into 365*5 sPartitions); wr
 import argparse
 import math
 import os
-import platform
-import shutil
 import sys
-import tempfile
 import time
 from collections import Counter, defaultdict
-from datetime import date, datetime, timezone
+from dataclasses import dataclass
+from datetime import date
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from python_adapter.spark.catalog import TableRef  # noqa: E402
-from python_adapter.core.config import parse_config  # noqa: E402
+from benchmarks.lib import DEFAULT_OUT, plots  # noqa: E402
+from benchmarks.lib.data import DAYS, MONTHLY_GROWTH, SCHEMA, SEED, SOURCE_VIEW, START  # noqa: E402
+from benchmarks.lib.report import (Run, command_line, finish_run, md_bullets,  # noqa: E402
+                                   md_header, md_table, print_section, run_benchmark,
+                                   start_run)
+from benchmarks.lib.session import conf_set, start_spark  # noqa: E402
+from benchmarks.lib.tables import (backfill_config, create_plain_table,  # noqa: E402
+                                   drop_engine_cache, first_week_view, insert_overwrite_df,
+                                   insert_overwrite_sql, materialize_source)
+from python_adapter.api import TableRef, layout, write_dataframe  # noqa: E402
 from python_adapter.core.layout import size_stats  # noqa: E402
 from python_adapter.core.planning import ideal_file_count  # noqa: E402
-from python_adapter.core.routing import routing_keys, spark_hash_long  # noqa: E402
+from python_adapter.core.routing import routing_keys, spark_hash_int, spark_hash_long  # noqa: E402
 from python_adapter.core.sizes import parse_size  # noqa: E402
-from python_adapter.spark.describe import read_layout
-from python_adapter.spark.writer import write_dataframe
 
-SCHEMA = "bench"
-SOURCE = f"{SCHEMA}.source"          # the input, materialized once as a Parquet table ...
-SOURCE_VIEW = "backfill_source"      # ... and read by every method from this in-memory copy
-START = date(2025, 1, 1)
-DAYS = 365
-MONTHLY_GROWTH = 0.10
-SEED = 20251122
-DATA_COLS = ["event_id", "user_id", "session_id", "event_type", "amount", "payload"]
 BASELINE = "dbt insert_overwrite"
 
 # Goals of the project (printed, never asserted).
@@ -59,153 +54,16 @@ GOAL_MAX_RATIO = 1.25
 GOAL_TIME_RATIO = 1.3
 
 
-# ----------------------------------------------------------------------------------------
-# Spark
-# ----------------------------------------------------------------------------------------
-def start_spark(tmp, driver_memory, java_options="", fast_local_fs=True):
-    """A private local session with Hive support; everything it writes is under tmp.
-    java_options: extra driver JVM options. fast_local_fs=False: Hadoop's own local
-    filesystem (a chmod process per file), not the one a dbt profile's embedded session gets."""
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from pyspark.sql import SparkSession
-
-    from python_adapter.io.fast_local_fs import configure
-
-    warehouse = os.path.join(tmp, "warehouse")
-    metastore = os.path.join(tmp, "metastore_db")
-    builder = SparkSession.builder.master("local[2]")
-    if fast_local_fs:
-        builder = configure(builder, "local[2]")
-    spark = (
-        builder.appName("sized-backfill-benchmark")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.memory", driver_memory)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.warehouse.dir", warehouse)
-        .config("spark.hadoop.javax.jdo.option.ConnectionURL",
-                f"jdbc:derby:;databaseName={metastore};create=true")
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={tmp} {java_options}".strip())
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.local.dir", os.path.join(tmp, "spark-local"))
-        .enableHiveSupport()
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-class conf_set:
-    """Set session conf for a block, restore afterwards."""
-
-    def __init__(self, spark, **pairs):
-        self.spark, self.pairs, self.old = spark, pairs, {}
-
-    def __enter__(self):
-        for k, v in self.pairs.items():
-            self.old[k] = self.spark.conf.get(k, None)
-            self.spark.conf.set(k, str(v))
-
-    def __exit__(self, *exc):
-        for k, v in self.old.items():
-            if v is None:
-                self.spark.conf.unset(k)
-            else:
-                self.spark.conf.set(k, v)
-
-
-# ----------------------------------------------------------------------------------------
-# Data
-# ----------------------------------------------------------------------------------------
-def generated(spark, rows, partitions, seed=SEED, days=DAYS, start=START):
-    """`days` daily dates from `start` (365 from 2025-01-01), volume growing MONTHLY_GROWTH per
-    month over a year (continuous in the day; with other `days` the same growth over the span),
-    dates in random order over the rows (a backfill's input arrives shuffled), ~100 B/row."""
-    from pyspark.sql import functions as F
-
-    g = (1 + MONTHLY_GROWTH) ** (12 / days)  # growth per day
-    u = F.rand(seed)
-    # inverse CDF of a density proportional to g**t on [0, DAYS)
-    t = F.log(F.lit(1.0) + u * F.lit(g ** days - 1)) / F.lit(math.log(g))
-    day = F.least(F.floor(t), F.lit(days - 1)).cast("int")
-    types = F.array(*[F.lit(x) for x in ("view", "click", "search", "add_to_cart", "purchase",
-                                          "login", "logout", "share")])
-    return (
-        spark.range(0, rows, 1, partitions)
-        .withColumn("event_date", F.date_add(F.lit(start.isoformat()).cast("date"), day))
-        .withColumn("user_id", F.pmod(F.xxhash64("id", F.lit(1)), F.lit(1_000_000)))
-        .withColumn("session_id", F.substring(
-            F.md5(F.concat_ws("/", F.col("user_id").cast("string"),
-                              F.floor(F.col("id") / 16).cast("string"))), 1, 20))
-        .withColumn("event_type", F.element_at(types, (F.pmod(F.xxhash64("id", F.lit(2)),
-                                                              F.lit(8)) + 1).cast("int")))
-        .withColumn("amount", F.round(F.rand(seed + 1) * 500, 2))
-        .withColumn("payload", F.substring(F.sha2(F.col("id").cast("string"), 256), 1, 40))
-        .select(F.col("id").alias("event_id"), "user_id", "session_id", "event_type", "amount",
-                "payload", "event_date")
-    )
-
-
-def materialize_source(spark, rows, input_partitions, days=DAYS, start=START):
-    """Write the input once as an unpartitioned Parquet table of `input_partitions` files, then
-    read it with one split per file into an eager local checkpoint (in memory, spilling to
-    disk) registered as the temp view SOURCE_VIEW: every method reads exactly these rows in
-    exactly these sPartitions, like dbt-spark reads its `<model>__dbt_tmp` view.
-
-    A checkpoint rather than CACHE TABLE: a cached plan would be matched by the engine's own
-    persist of the same columns, sparing ours its caching cost; and the file-split setting
-    only applies while the checkpoint is taken, so no later read in any method sees it."""
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
-    spark.sql(f"DROP TABLE IF EXISTS {SOURCE}")
-    generated(spark, rows, input_partitions, days=days, start=start).write.format(
-        "parquet").saveAsTable(SOURCE)
-    layout = read_layout(spark, TableRef(SCHEMA, "source"))
-    biggest = max(f.bytes for f in layout.files)
-    with conf_set(spark, **{"spark.sql.files.maxPartitionBytes": biggest + 1}):
-        src = spark.table(SOURCE).localCheckpoint(eager=True)
-    src.createOrReplaceTempView(SOURCE_VIEW)
-    return src, {
-        "rows": sum(f.rows for f in layout.files),
-        "bytes": sum(f.bytes for f in layout.files),
-        "files": len(layout.files),
-        "splits": src.rdd.getNumPartitions(),
-    }
-
-
-def drop_engine_cache(spark, view):
-    """write_dataframe persists its input and never unpersists it (see README, known engine
-    issue): drop that cache entry so the next method does not start from a warm copy."""
-    spark.table(view).select(*DATA_COLS, "event_date").unpersist(blocking=True)
+def main(argv=None):
+    """Parse the arguments, write the backfill with every method and measure it, report."""
+    return run_benchmark(argv, parse_args, run, report)
 
 
 # ----------------------------------------------------------------------------------------
 # Methods
 # ----------------------------------------------------------------------------------------
-def create_plain_table(spark, name):
-    """The table dbt-spark's incremental model lives in: parquet, partitioned by event_date."""
-    spark.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{name}")
-    spark.sql(f"CREATE TABLE {SCHEMA}.{name} (event_id bigint, user_id bigint, "
-              f"session_id string, event_type string, amount double, payload string, "
-              f"event_date date) USING parquet PARTITIONED BY (event_date)")
-
-
-def insert_overwrite_sql(spark, name, hint="", source=SOURCE_VIEW):
-    """The SQL dbt-spark's insert_overwrite strategy generates (dynamic partition overwrite)."""
-    cols = ", ".join(DATA_COLS + ["event_date"])
-    with conf_set(spark, **{"spark.sql.sources.partitionOverwriteMode": "dynamic"}):
-        spark.sql(f"INSERT OVERWRITE TABLE {SCHEMA}.{name} PARTITION (event_date) "
-                  f"SELECT {hint}{cols} FROM {source}")
-
-
-def insert_overwrite_df(spark, name, df):
-    with conf_set(spark, **{"spark.sql.sources.partitionOverwriteMode": "dynamic"}):
-        df.select(*DATA_COLS, "event_date").write.insertInto(f"{SCHEMA}.{name}", overwrite=True)
-
-
 def run_ours(spark, name, distribution, target, log):
-    cfg = parse_config({"partition_by": ["event_date"], "incremental_strategy": "insert_overwrite",
-                        "target_file_size": target, "distribution": distribution})
+    cfg = backfill_config(target, distribution)
     spark.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{name}")
     t0 = time.perf_counter()
     write_dataframe(spark, spark.table(SOURCE_VIEW), TableRef(SCHEMA, name), cfg,
@@ -257,14 +115,11 @@ def run_hash(spark, name, n, k):
 
 def warm_up(spark, target, log):
     """One untimed small write per code path (JVM JIT, metastore, Parquet writer)."""
-    spark.sql(f"CREATE OR REPLACE TEMP VIEW warmup_src AS SELECT * FROM {SOURCE_VIEW} "
-              f"WHERE event_date < DATE'{START.isoformat()}' + INTERVAL 7 DAYS")
+    first_week_view(spark, START)
     create_plain_table(spark, "warmup_plain")
     insert_overwrite_sql(spark, "warmup_plain", source="warmup_src")
-    cfg = parse_config({"partition_by": ["event_date"], "incremental_strategy": "insert_overwrite",
-                        "target_file_size": target, "distribution": "exact"})
-    write_dataframe(spark, spark.table("warmup_src"), TableRef(SCHEMA, "warmup_ours"), cfg,
-                    full_refresh=True, log=log)
+    write_dataframe(spark, spark.table("warmup_src"), TableRef(SCHEMA, "warmup_ours"),
+                    backfill_config(target, "exact"), full_refresh=True, log=log)
     drop_engine_cache(spark, "warmup_src")
     for t in ("warmup_plain", "warmup_ours"):
         spark.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{t}")
@@ -274,16 +129,16 @@ def warm_up(spark, target, log):
 # Measuring
 # ----------------------------------------------------------------------------------------
 def measure(spark, name, target):
-    layout = read_layout(spark, TableRef(SCHEMA, name))
-    sizes = [f.bytes for f in layout.files]
+    files = layout(spark, TableRef(SCHEMA, name)).files
+    sizes = [f.bytes for f in files]
     by_part = defaultdict(int)
-    for f in layout.files:
+    for f in files:
         by_part[f.partition] += f.bytes
     st = size_stats(sizes)
     return {
         "sizes": sizes,
         "files": len(sizes),
-        "rows": sum(f.rows for f in layout.files),
+        "rows": sum(f.rows for f in files),
         "bytes": sum(sizes),
         "partitions": len(by_part),
         "bytes_by_partition": dict(by_part),
@@ -297,28 +152,6 @@ def measure(spark, name, target):
 # ----------------------------------------------------------------------------------------
 # Hash-collision analysis of the study (365 dates x 5 files into 365*5 sPartitions)
 # ----------------------------------------------------------------------------------------
-_M = 0xFFFFFFFF
-
-
-def _rotl(x, r):
-    return ((x << r) | (x >> (32 - r))) & _M
-
-
-def spark_hash_int(value, seed=42):
-    """Spark's Murmur3_x86_32.hashInt (hash of an int/date column), signed 32-bit."""
-    k1 = (value & _M) * 0xCC9E2D51 & _M
-    k1 = _rotl(k1, 15) * 0x1B873593 & _M
-    h1 = (seed & _M) ^ k1
-    h1 = (_rotl(h1, 13) * 5 + 0xE6546B64) & _M
-    h1 ^= 4
-    h1 ^= h1 >> 16
-    h1 = h1 * 0x85EBCA6B & _M
-    h1 ^= h1 >> 13
-    h1 = h1 * 0xC2B2AE35 & _M
-    h1 ^= h1 >> 16
-    return h1 - (1 << 32) if h1 & 0x80000000 else h1
-
-
 def naive_partition(day_index, salt, n):
     """pmod(hash(event_date, salt), n): Spark hashes columns in turn, each with the previous
     hash as seed (date = int days since epoch via hashInt, salt = bigint via hashLong)."""
@@ -402,7 +235,129 @@ def collision_analysis(spark, dates=DAYS, per_date=5, rows_per_key=600):
 
 
 # ----------------------------------------------------------------------------------------
-# Output
+# The run
+# ----------------------------------------------------------------------------------------
+@dataclass
+class Backfill:
+    """What one run measured."""
+    target: int        # the target file size in bytes
+    work: Run          # the output and work directories
+    source: dict       # the source's rows, bytes, files, splits (materialize_source)
+    rows: list         # one measure() per method, in report order, with method, table, wall
+    exact: dict        # ours exact's row: its ideal is the common ideal, its bytes the data's
+    n: int             # coalesce(n) and hash's repartition(n): the common ideal
+    k: int             # hash's salts per date
+    collisions: tuple  # (sPartitions, figures per key kind, agree with Spark's shuffle)
+    spark_version: str
+
+    @property
+    def baseline(self):
+        return next(r for r in self.rows if r["method"] == BASELINE)
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=3_000_000, help="rows in the backfill (3000000)")
+    ap.add_argument("--target", default="1MB", help="target file size (1MB = 1,000,000 bytes)")
+    ap.add_argument("--out", default=DEFAULT_OUT, help="output directory")
+    ap.add_argument("--input-partitions", type=int, default=16,
+                    help="files of the source table = input sPartitions of every method (16)")
+    ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the warehouse and metastore under <out>/ (deleted by default)")
+    return ap.parse_args(argv)
+
+
+def prepare(spark, args, target):
+    """The source every method reads, and an untimed warm-up; returns the source's figures."""
+    print("materializing the source table ...", flush=True)
+    t0 = time.perf_counter()
+    _source_df, src = materialize_source(spark, args.rows, args.input_partitions)
+    print(f"  source: {src['rows']:,} rows, {src['bytes'] / 1e6:,.1f} MB in {src['files']} "
+          f"Parquet files, checkpointed in memory as {src['splits']} sPartitions "
+          f"({time.perf_counter() - t0:.1f}s)", flush=True)
+    print("warming up (untimed small writes) ...", flush=True)
+    t0 = time.perf_counter()
+    warm_up(spark, target, lambda m: None)
+    print(f"  warm-up done ({time.perf_counter() - t0:.1f}s)", flush=True)
+    return src
+
+
+def measured(spark, target, method, name, wall):
+    """measure() of the table a method wrote, with the method's name and wall time."""
+    t0 = time.perf_counter()
+    m = measure(spark, name, target)
+    m.update(method=method, table=name, wall=wall)
+    print(f"  {method}: {m['files']:,} files, {m['bytes'] / 1e6:,.1f} MB, "
+          f"{m['rows']:,} rows, write {wall:.1f}s "
+          f"(layout read in {time.perf_counter() - t0:.1f}s)", flush=True)
+    return m
+
+
+def write_every_method(spark, target):
+    """Each method's timed write and its measures, in report order; the baseline timed
+    twice (first and last write). Returns (rows, ours exact's row, n, k)."""
+    log = lambda msg: print(f"    {msg}", flush=True)  # noqa: E731
+    rows = []
+
+    def step(label, method, name, write):
+        print(label, flush=True)
+        rows.append(measured(spark, target, method, name, write()))
+        return rows[-1]
+
+    step(f"[1/6] {BASELINE} ...", BASELINE, "dbt_insert_overwrite",
+         lambda: run_dbt(spark, "dbt_insert_overwrite"))
+    exact = step("[2/6] ours exact ...", "ours exact", "ours_exact",
+                 lambda: run_ours(spark, "ours_exact", "exact", target, log))
+    n = exact["ideal_own"]
+    k = max(1, math.ceil(n / exact["partitions"]))
+    step("[3/6] ours range ...", "ours range", "ours_range",
+         lambda: run_ours(spark, "ours_range", "range", target, log))
+    step("[4/6] AQE rebalance ...", "AQE rebalance", "aqe_rebalance",
+         lambda: run_aqe(spark, "aqe_rebalance", target))
+    step(f"[5/6] coalesce({n}) ...", f"coalesce({n})", "coalesce_n",
+         lambda: run_coalesce(spark, "coalesce_n", n))
+    step(f"[6/6] hash (date, rand%{k}), repartition({n}) ...", f"hash (date, rand%{k})",
+         "hash_rand", lambda: run_hash(spark, "hash_rand", n, k))
+    time_baseline_again(spark, rows)
+    order = ["ours range", "ours exact", BASELINE, "AQE rebalance"]
+    rows.sort(key=lambda r: order.index(r["method"]) if r["method"] in order else 99)
+    return rows, exact, n, k
+
+
+def time_baseline_again(spark, rows):
+    """The baseline's second write, last: its wall becomes the faster of the two."""
+    print(f"[7/7] {BASELINE} again (timed twice: first and last write) ...", flush=True)
+    again = run_dbt(spark, "dbt_insert_overwrite_2")
+    spark.sql(f"DROP TABLE IF EXISTS {SCHEMA}.dbt_insert_overwrite_2")
+    base = next(r for r in rows if r["method"] == BASELINE)
+    base["walls"] = [base["wall"], again]
+    base["wall"] = min(base["walls"])
+    print(f"  {BASELINE}: write {again:.1f}s; baseline wall = {base['wall']:.1f}s "
+          f"(the faster of the two)", flush=True)
+
+
+def run(args):
+    """Every method's write into its own table, measured, and the collision analysis."""
+    target = parse_size(args.target, "--target")
+    work = start_run(args.out, "backfill-")
+    print(f"backfill benchmark: {args.rows:,} rows, target {args.target} ({target:,} B), "
+          f"work dir {work.tmp}", flush=True)
+    spark = start_spark(work.tmp, args.driver_memory)
+    try:
+        src = prepare(spark, args, target)
+        rows, exact, n, k = write_every_method(spark, target)
+        print("hash-collision analysis (study: 365 dates x 5 files) ...", flush=True)
+        t0 = time.perf_counter()
+        collisions = collision_analysis(spark)
+        print(f"  done ({time.perf_counter() - t0:.1f}s)", flush=True)
+        return Backfill(target, work, src, rows, exact, n, k, collisions, spark.version)
+    finally:
+        spark.stop()
+
+
+# ----------------------------------------------------------------------------------------
+# Report
 # ----------------------------------------------------------------------------------------
 def kb(b):
     return f"{b / 1000:,.0f}"
@@ -444,20 +399,6 @@ def collision_table(n, res):
     return head, body
 
 
-def text_table(head, body):
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
-    line = lambda cells: "  ".join(str(c).rjust(w) if i else str(c).ljust(w)  # noqa: E731
-                                   for i, (c, w) in enumerate(zip(cells, widths)))
-    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(b) for b in body])
-
-
-def md_table(head, body):
-    out = ["| " + " | ".join(head) + " |",
-           "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
-    out += ["| " + " | ".join(str(c) for c in b) + " |" for b in body]
-    return "\n".join(out)
-
-
 def goal_lines(rows, target):
     by = {r["method"]: r for r in rows}
     base = by[BASELINE]["wall"]
@@ -479,172 +420,24 @@ def goal_lines(rows, target):
     return lines
 
 
-def plot(rows, target, common_ideal, path, title):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    names = [r["method"] for r in rows]
-    data = [np.array(r["sizes"]) / target for r in rows]
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(14, 6.5), width_ratios=[2.2, 1],
-                                  sharey=True, layout="constrained")
-    ypos = np.arange(len(rows))[::-1]
-    rng = np.random.default_rng(0)
-    for y, d in zip(ypos, data):
-        jitter = rng.uniform(-0.28, 0.28, size=len(d))
-        ax.scatter(d, y + jitter, s=4, alpha=0.25 if len(d) > 2000 else 0.45,
-                   color="tab:blue", linewidths=0, rasterized=True)
-    ax.boxplot(data, positions=ypos, orientation="horizontal", widths=0.65, whis=(0, 100),
-               medianprops={"color": "black", "linewidth": 2},
-               boxprops={"linewidth": 1.3}, whiskerprops={"linewidth": 1.3})
-    ax.set_xscale("log")
-    ax.axvline(1.0, color="tab:green", lw=2, label="target")
-    ax.axvline(0.5, color="tab:orange", ls="--", lw=1.5, label="target / 2 (small file)")
-    ax.axvline(GOAL_MAX_RATIO, color="tab:red", ls="--", lw=1.5,
-               label=f"{GOAL_MAX_RATIO} x target (too big)")
-    ax.set_yticks(ypos, names, fontsize=11)
-    ax.set_xlabel(f"file size / target ({target / 1e6:g} MB), log scale", fontsize=11)
-    ax.set_title("size of every file written (box: quartiles and median, whiskers: min / max)",
-                 fontsize=12)
-    ax.legend(loc="lower left", fontsize=9, framealpha=0.9)
-    ax.grid(axis="x", which="both", alpha=0.3)
-
-    files = [r["files"] for r in rows]
-    ax2.barh(ypos, files, color=["tab:green" if n.startswith("ours") else "tab:gray"
-                                 for n in names], height=0.6)
-    ax2.axvline(common_ideal, color="black", ls="--", lw=1.5,
-                label=f"ideal = {common_ideal:,} files")
-    for y, f in zip(ypos, files):
-        ax2.text(f * 1.08, y, f"{f:,}", va="center", fontsize=10)
-    ax2.set_xscale("log")
-    ax2.set_xlim(min(files + [common_ideal]) * 0.5, max(files) * 4)
-    ax2.set_xlabel("files written, log scale", fontsize=11)
-    ax2.set_title("file count", fontsize=12)
-    ax2.legend(loc="lower right", fontsize=9)
-    ax2.grid(axis="x", which="both", alpha=0.3)
-    fig.suptitle(title, fontsize=13)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-# ----------------------------------------------------------------------------------------
-def finish_run(md_path, md_lines, tmp, keep, started, also_written=()):
-    """Write the markdown report, say what was written, drop the work dir unless kept."""
-    with open(md_path, "w") as fh:
-        fh.write("\n".join(md_lines))
-    print()
-    for path in (md_path, *also_written):
-        print(f"wrote {path}")
-    if keep:
-        print(f"kept warehouse and metastore in {tmp}")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"total {time.perf_counter() - started:.0f}s")
-
-
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=3_000_000, help="rows in the backfill (3000000)")
-    ap.add_argument("--target", default="1MB", help="target file size (1MB = 1,000,000 bytes)")
-    ap.add_argument("--out", default=os.path.join(HERE, "out"), help="output directory")
-    ap.add_argument("--input-partitions", type=int, default=16,
-                    help="files of the source table = input sPartitions of every method (16)")
-    ap.add_argument("--driver-memory", default="4g")
-    ap.add_argument("--keep", action="store_true",
-                    help="keep the warehouse and metastore under <out>/ (deleted by default)")
-    args = ap.parse_args(argv)
-
-    target = parse_size(args.target, "--target")
-    out = os.path.abspath(args.out)
-    os.makedirs(out, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="backfill-", dir=out)
-    started = time.perf_counter()
-    log = lambda msg: print(f"    {msg}", flush=True)  # noqa: E731
-    print(f"backfill benchmark: {args.rows:,} rows, target {args.target} ({target:,} B), "
-          f"work dir {tmp}", flush=True)
-
-    spark = start_spark(tmp, args.driver_memory)
-    try:
-        print("materializing the source table ...", flush=True)
-        t0 = time.perf_counter()
-        source_df, src = materialize_source(spark, args.rows, args.input_partitions)
-        print(f"  source: {src['rows']:,} rows, {src['bytes'] / 1e6:,.1f} MB in {src['files']} "
-              f"Parquet files, checkpointed in memory as {src['splits']} sPartitions "
-              f"({time.perf_counter() - t0:.1f}s)", flush=True)
-        print("warming up (untimed small writes) ...", flush=True)
-        t0 = time.perf_counter()
-        warm_up(spark, target, lambda m: None)
-        print(f"  warm-up done ({time.perf_counter() - t0:.1f}s)", flush=True)
-
-        rows = []
-
-        def record(method, name, wall):
-            t0 = time.perf_counter()
-            m = measure(spark, name, target)
-            m.update(method=method, table=name, wall=wall)
-            rows.append(m)
-            print(f"  {method}: {m['files']:,} files, {m['bytes'] / 1e6:,.1f} MB, "
-                  f"{m['rows']:,} rows, write {wall:.1f}s "
-                  f"(layout read in {time.perf_counter() - t0:.1f}s)", flush=True)
-            return m
-
-        print(f"[1/6] {BASELINE} ...", flush=True)
-        record(BASELINE, "dbt_insert_overwrite", run_dbt(spark, "dbt_insert_overwrite"))
-        print("[2/6] ours exact ...", flush=True)
-        exact = record("ours exact", "ours_exact", run_ours(spark, "ours_exact", "exact",
-                                                            target, log))
-        common_ideal = exact["ideal_own"]
-        n = common_ideal
-        k = max(1, math.ceil(n / exact["partitions"]))
-        print("[3/6] ours range ...", flush=True)
-        record("ours range", "ours_range", run_ours(spark, "ours_range", "range", target, log))
-        print("[4/6] AQE rebalance ...", flush=True)
-        record("AQE rebalance", "aqe_rebalance", run_aqe(spark, "aqe_rebalance", target))
-        print(f"[5/6] coalesce({n}) ...", flush=True)
-        record(f"coalesce({n})", "coalesce_n", run_coalesce(spark, "coalesce_n", n))
-        print(f"[6/6] hash (date, rand%{k}), repartition({n}) ...", flush=True)
-        record(f"hash (date, rand%{k})", "hash_rand", run_hash(spark, "hash_rand", n, k))
-        print(f"[7/7] {BASELINE} again (timed twice: first and last write) ...", flush=True)
-        again = run_dbt(spark, "dbt_insert_overwrite_2")
-        spark.sql(f"DROP TABLE IF EXISTS {SCHEMA}.dbt_insert_overwrite_2")
-        base = next(r for r in rows if r["method"] == BASELINE)
-        base["walls"] = [base["wall"], again]
-        base["wall"] = min(base["walls"])
-        print(f"  {BASELINE}: write {again:.1f}s; baseline wall = {base['wall']:.1f}s "
-              f"(the faster of the two)", flush=True)
-
-        order = ["ours range", "ours exact", BASELINE, "AQE rebalance"]
-        rows.sort(key=lambda r: order.index(r["method"]) if r["method"] in order else 99)
-
-        print("hash-collision analysis (study: 365 dates x 5 files) ...", flush=True)
-        t0 = time.perf_counter()
-        cn, coll, agree = collision_analysis(spark)
-        print(f"  done ({time.perf_counter() - t0:.1f}s)", flush=True)
-        spark_version = spark.version
-    finally:
-        spark.stop()
-
-    rows_ok = all(r["rows"] == src["rows"] for r in rows)
-    head, body = results_table(rows, target, common_ideal)
-    chead, cbody = collision_table(cn, coll)
-    goals = goal_lines(rows, target)
+def result_notes(res, target):
+    """The notes under the results table."""
+    src, exact, n, k, base = res.source, res.exact, res.n, res.k, res.baseline
+    rows_ok = all(r["rows"] == src["rows"] for r in res.rows)
     total_bytes = exact["bytes"]
-    title = (f"Backfill: {src['rows']:,} rows, {DAYS} daily partitions (+{MONTHLY_GROWTH:.0%}/month), "
-             f"target {args.target}")
-    notes = [
+    return [
         f"Input: {src['rows']:,} rows ({src['bytes'] / 1e6:,.1f} MB Parquet, "
         f"{src['bytes'] / src['rows']:.1f} B/row), dates in random order, read by every "
         f"method from one in-memory checkpoint of {src['splits']} sPartitions; "
         f"{DAYS} dates from {START}, volume +{MONTHLY_GROWTH:.0%} month over month; "
         f"as written by ours exact: {total_bytes / 1e6:,.1f} MB, "
         f"{total_bytes / src['rows']:.1f} B/row.",
-        f"Common ideal = {common_ideal:,} files: sum over the {exact['partitions']} partitions "
+        f"Common ideal = {n:,} files: sum over the {exact['partitions']} partitions "
         f"of ceil(bytes / target) with the bytes ours exact wrote. 'ideal (own bytes)' is the "
         f"same sum over the bytes each method wrote (small files compress worse, so it differs).",
         f"coalesce(n) and hash use n = {n} (the common ideal); hash uses k = ceil(n / "
         f"{exact['partitions']}) = {k} salts per date.",
-        f"Row counts: {'every table holds all ' + format(src['rows'], ',') + ' rows' if rows_ok else 'MISMATCH: ' + ', '.join(r['method'] + '=' + str(r['rows']) for r in rows)}.",
+        f"Row counts: {'every table holds all ' + format(src['rows'], ',') + ' rows' if rows_ok else 'MISMATCH: ' + ', '.join(r['method'] + '=' + str(r['rows']) for r in res.rows)}.",
         f"Sizes in kB = 1,000 bytes; target = {target:,} bytes. Wall = wall-clock seconds of "
         f"the write (table creation included), local[2], shared machine.",
         f"{BASELINE} was timed twice, as the first and the last write: "
@@ -654,7 +447,11 @@ def main(argv=None):
            f"it does the same work as the baseline, another measure of the noise."
            if n >= src["splits"] else ""),
     ]
-    cnotes = [
+
+
+def collision_notes(cn, agree):
+    """The notes under the hash-collision table."""
+    return [
         f"{DAYS} dates x 5 files into {cn:,} sPartitions. Collision rate = share of used "
         f"sPartitions holding more than one key; severe = 3 or more keys. Key = (date, salt) "
         f"for naive hash, the file id for ours exact, the date for ours range (range has no "
@@ -670,41 +467,37 @@ def main(argv=None):
         "planned file (1.00 = no skew).",
     ]
 
-    print()
-    print(title)
-    print(text_table(head, body))
-    for nline in notes:
-        print("  * " + nline)
-    print()
-    print("goal check (printed, not asserted):")
-    for g in goals:
-        print("  " + g)
-    print()
-    print("hash-collision analysis of the study:")
-    print(text_table(chead, cbody))
-    for nline in cnotes:
-        print("  * " + nline)
 
-    md_path = os.path.join(out, "backfill.md")
-    png_path = os.path.join(out, "backfill_sizes.png")
-    plot(rows, target, common_ideal, png_path, title)
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    cmd = "python benchmarks/backfill.py " + " ".join(sys.argv[1:] if argv is None else argv)
+def report(args, res, argv):
+    """Print the tables, notes and goal checks; write backfill.md and backfill_sizes.png."""
+    target, work = res.target, res.work
+    head, body = results_table(res.rows, target, res.n)
+    cn, coll, agree = res.collisions
+    chead, cbody = collision_table(cn, coll)
+    goals = goal_lines(res.rows, target)
+    notes = result_notes(res, target)
+    cnotes = collision_notes(cn, agree)
+    title = (f"Backfill: {res.source['rows']:,} rows, {DAYS} daily partitions "
+             f"(+{MONTHLY_GROWTH:.0%}/month), target {args.target}")
+
+    print_section(title, head, body, notes)
+    print_section("goal check (printed, not asserted):", notes=goals, bullet="  ")
+    print_section("hash-collision analysis of the study:", chead, cbody, cnotes)
+
+    png_path = work.path("backfill_sizes.png")
+    plots.file_sizes(res.rows, target, res.n, png_path, title, GOAL_MAX_RATIO)
     md = [
-        f"# {title}", "",
-        f"`{cmd.strip()}` - {stamp}, Spark {spark_version}, Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs.", "",
+        *md_header(title, command_line("backfill.py", argv), res.spark_version),
         md_table(head, body), "",
-        *[f"- {x}" for x in notes], "",
+        *md_bullets(notes), "",
         "## Goal check (printed, not asserted)", "",
-        *[f"- {g}" for g in goals], "",
+        *md_bullets(goals), "",
         "## Hash-collision analysis of the study", "",
         md_table(chead, cbody), "",
-        *[f"- {x}" for x in cnotes], "",
+        *md_bullets(cnotes), "",
         "![file sizes](backfill_sizes.png)", "",
     ]
-    finish_run(md_path, md, tmp, args.keep, started, also_written=(png_path,))
-    return 0
+    finish_run(work, "backfill.md", md, args.keep, also_written=(png_path,))
 
 
 if __name__ == "__main__":

@@ -16,38 +16,50 @@ Writes <out>/clustering.md. See benchmarks/README.md.
 """
 import argparse
 import os
-import platform
 import random
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from typing import Callable, Optional
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
 
-from backfill import (SCHEMA, SEED, conf_set, finish_run, md_table, start_spark,  # noqa: E402
-                      text_table)
-from python_adapter.spark.catalog import TableRef  # noqa: E402
-from python_adapter.spark.cluster_exec import run_clustering  # noqa: E402
-from python_adapter.core.config import parse_config  # noqa: E402
+from benchmarks.lib import DEFAULT_OUT  # noqa: E402
+from benchmarks.lib.data import SCHEMA, SEED  # noqa: E402
+from benchmarks.lib.report import (Run, command_line, engine_state, finish_run,  # noqa: E402
+                                   md_bullets, md_header, md_table, print_notes,
+                                   print_section, run_benchmark, start_run, text_table)
+from benchmarks.lib.session import conf_set, start_spark  # noqa: E402
+from benchmarks.lib.tables import save_table  # noqa: E402
+from python_adapter.api import (TableRef, cluster, layout, parse_config,  # noqa: E402
+                                write_dataframe)
 from python_adapter.core.sizes import parse_size  # noqa: E402
-from python_adapter.spark.describe import read_layout
-from python_adapter.spark.writer import write_dataframe
 
 TABLE = "cl_events"
 SOURCE = f"{SCHEMA}.cl_source"          # every row once, partitioned by arrival batch
 START_EPOCH = 1_764_547_200             # 2025-12-01 00:00:00 UTC: batch b = day b
 COLS = ["event_id", "session_id", "user_id", "event_time", "event_type", "amount", "payload"]
 QUERY_COLS = ("session_id", "user_id")
+STEPS = [("linear (session_id)", ["session_id"], "linear"),
+         ("zorder (session_id, user_id)", ["session_id", "user_id"], "zorder"),
+         ("hilbert (session_id, user_id)", ["session_id", "user_id"], "hilbert")]
 
 # Goals (printed, never asserted).
 GOAL_ROWS_SHARE = 0.02     # a point query on session_id scans at most 2% of the rows ...
 GOAL_SPEEDUP = 2.0         # ... and runs at least 2x faster than before clustering
 GOAL_FILES_RATIO = 3.0     # user_id point query: zorder / hilbert scan 3x fewer files than linear
+
+
+def main(argv=None):
+    """Parse the arguments, write, cluster and query the table, report."""
+    return run_benchmark(argv, parse_args, run, report)
+
+
+def say(message):
+    print(message, flush=True)
 
 
 # ----------------------------------------------------------------------------------------
@@ -166,10 +178,10 @@ def files_read(spark, build_query, largest_file):
         return None, None
 
 
-def minmax_files(layout, col, value):
+def minmax_files(table_layout, col, value):
     """Files whose [min, max] of col holds value: what file-level min/max skipping reads."""
     n = 0
-    for f in layout.files:
+    for f in table_layout.files:
         rng = {c: (lo, hi) for c, lo, hi in f.ranges}
         lo, hi = rng[col]
         if lo is not None and hi is not None and lo <= value <= hi:
@@ -177,12 +189,23 @@ def minmax_files(layout, col, value):
     return n
 
 
-def measure_state(spark, label, values, table_rows, runs, log):
+@dataclass(frozen=True)
+class Queries:
+    """The point queries of every state: the values per query column, the table's rows
+    (for the share scanned), timed runs per value, the progress log."""
+    values: dict
+    table_rows: int
+    runs: int
+    log: Callable[[str], None]
+
+
+def measure_state(spark, label, queries):
     """Point queries in the table's current state: averages per query column."""
     from pyspark.sql import functions as F
 
-    layout = read_layout(spark, TableRef(SCHEMA, TABLE), cluster_by=list(QUERY_COLS))
-    sizes = [f.bytes for f in layout.files]
+    values, runs, log = queries.values, queries.runs, queries.log
+    lay = layout(spark, TableRef(SCHEMA, TABLE), cluster_by=list(QUERY_COLS))
+    sizes = [f.bytes for f in lay.files]
     largest = max(sizes)
     out = {"label": label, "files": len(sizes), "bytes": sum(sizes),
            "median_file": statistics.median(sizes), "queries": {}}
@@ -202,7 +225,7 @@ def measure_state(spark, label, values, table_rows, runs, log):
             read, tasks = files_read(spark, lambda v=v: query(v), largest)
             holding = query(v).select(F.col("_metadata.file_path")).distinct().count()
             per.append({"rows": m.get("numOutputRows", 0), "num_files": m.get("numFiles", 0),
-                        "read": read, "tasks": tasks, "minmax": minmax_files(layout, col, v),
+                        "read": read, "tasks": tasks, "minmax": minmax_files(lay, col, v),
                         "holding": holding,
                         "wall": min(walls), "found": len(found)})
             log(f"{label}, {col} = {v}: {len(found)} rows found, scan output "
@@ -213,8 +236,137 @@ def measure_state(spark, label, values, table_rows, runs, log):
                             if all(p[key] is not None for p in per) else None)
         out["queries"][col] = {k: mean(k) for k in ("rows", "num_files", "read", "minmax",
                                                     "holding", "wall", "found")}
-        out["queries"][col]["share"] = out["queries"][col]["rows"] / table_rows
+        out["queries"][col]["share"] = out["queries"][col]["rows"] / queries.table_rows
     return out
+
+
+# ----------------------------------------------------------------------------------------
+# The run
+# ----------------------------------------------------------------------------------------
+@dataclass
+class Clustering:
+    """What one run measured."""
+    target: int             # the target file size of the writes and the clustering, bytes
+    work: Run               # the output and work directories
+    sessions: int
+    users: int
+    table_rows: int
+    states: list            # measure_state() before clustering and after each step
+    group: Optional[int]    # the clustering's max_bytes_per_group (None: the engine's default)
+    version: str            # the engine's code (engine_state)
+    spark_version: str
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--batches", type=int, default=30, help="arrival batches = days (30)")
+    ap.add_argument("--sessions", type=int, default=None,
+                    help="sessions (default rows / 15: ~15 events per session)")
+    ap.add_argument("--users", type=int, default=None,
+                    help="users (default sessions / 64: ~64 sessions per user, so a user's rows "
+                         "span many sessions and sorting by session_id scatters them)")
+    ap.add_argument("--target", default="1MB", help="target file size of writes and clustering")
+    ap.add_argument("--max-bytes-per-group", default="all",
+                    help="clustering group size (run_clustering max_bytes_per_group): 'all' = "
+                         "the table's bytes, one group, a total order over the table; "
+                         "'default' = the engine's default, 16 x target (see README)")
+    ap.add_argument("--queries", type=int, default=3, help="random values per query column (3)")
+    ap.add_argument("--runs", type=int, default=2,
+                    help="timed runs per value, the best is kept (2)")
+    ap.add_argument("--input-partitions", type=int, default=8)
+    ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--verbose", action="store_true", help="print the engine's progress log")
+    ap.add_argument("--keep", action="store_true")
+    return ap.parse_args(argv)
+
+
+def write_source(spark, args, sessions, users):
+    """The events, once, as SOURCE; returns the query values per column (random existing
+    values, the same in every state)."""
+    from pyspark.sql import functions as F
+
+    say("materializing the events (bench.cl_source, partitioned by arrival batch) ...")
+    t0 = time.perf_counter()
+    save_table(spark, events(spark, args.rows, args.batches, sessions, users,
+                             args.input_partitions), SOURCE, partition_by=("batch",))
+    rng = random.Random(SEED)
+    values = {}
+    for col in QUERY_COLS:
+        pool = [r[0] for r in spark.table(SOURCE).select(col).distinct()
+                .orderBy(F.rand(SEED)).limit(50).collect()]
+        values[col] = sorted(rng.sample(pool, args.queries))
+    say(f"  done ({time.perf_counter() - t0:.1f}s); query values: "
+        + "; ".join(f"{c} in {values[c]}" for c in QUERY_COLS))
+    return values
+
+
+def write_table(spark, args, log):
+    """The table as the arrival batches write it; returns its rows."""
+    say(f"writing the table in {args.batches} arrival batches (ours insert, "
+        f"small_file_limit 0) ...")
+    t0 = time.perf_counter()
+    walls = write_arrivals(spark, args, args.target, log)
+    table_rows = spark.table(f"{SCHEMA}.{TABLE}").count()
+    say(f"  done ({time.perf_counter() - t0:.1f}s, median write {statistics.median(walls):.1f}s)")
+    return table_rows
+
+
+def group_size(args, table_bytes, target):
+    """max_bytes_per_group of the clustering runs: None = the engine's default."""
+    if args.max_bytes_per_group == "default":
+        return None
+    if args.max_bytes_per_group == "all":
+        return table_bytes + target
+    return parse_size(args.max_bytes_per_group, "--max-bytes-per-group")
+
+
+def cluster_and_measure(spark, step, options, queries):
+    """One clustering run (label, columns, strategy) of the whole table, then its state."""
+    label, cols, strategy = step
+    say(f"clustering: {label} ...")
+    t0 = time.perf_counter()
+    res = cluster(spark, TableRef(SCHEMA, TABLE), cols, strategy, options=options,
+                  log=queries.log)
+    wall = time.perf_counter() - t0
+    say(f"  {res.message} (wall {wall:.1f}s)")
+    say(f"measuring: {label} ...")
+    st = measure_state(spark, label, queries)
+    st.update(job_s=res.seconds, wall_s=wall, groups=res.groups, replaced=res.files_replaced)
+    rows_now = spark.table(f"{SCHEMA}.{TABLE}").count()
+    if rows_now != queries.table_rows:
+        say(f"  ROW COUNT CHANGED: {rows_now:,} (was {queries.table_rows:,})")
+    return st
+
+
+def run(args):
+    """The table written in arrival batches, measured, then clustered three times in a row,
+    measured after each."""
+    target = parse_size(args.target, "--target")
+    sessions = args.sessions or max(1, args.rows // 15)
+    users = args.users or max(1, sessions // 64)
+    work = start_run(args.out, "clustering-")
+    say(f"clustering benchmark: {args.rows:,} rows in {args.batches} arrival batches, "
+        f"{sessions:,} sessions, {users:,} users, target {args.target} ({target:,} B), "
+        f"work dir {work.tmp}")
+    version = engine_state()
+    log = (lambda m: print(f"    {m}", flush=True)) if args.verbose else (lambda m: None)
+    spark = start_spark(work.tmp, args.driver_memory)
+    try:
+        values = write_source(spark, args, sessions, users)
+        queries = Queries(values, write_table(spark, args, log), args.runs, log)
+        say("measuring: before clustering ...")
+        states = [measure_state(spark, "before clustering", queries)]
+        group = group_size(args, states[0]["bytes"], target)
+        say(f"  {states[0]['files']} files, {states[0]['bytes'] / 1e6:,.1f} MB, "
+            f"{queries.table_rows:,} rows")
+        options = {"target_file_size": target, "cluster_max_bytes_per_group": group}
+        states += [cluster_and_measure(spark, step, options, queries) for step in STEPS]
+        return Clustering(target, work, sessions, users, queries.table_rows, states, group,
+                          version, spark.version)
+    finally:
+        spark.stop()
 
 
 # ----------------------------------------------------------------------------------------
@@ -278,127 +430,12 @@ def goal_lines(states):
     return lines
 
 
-def engine_state():
-    """The engine's commit and uncommitted changes: the results belong to this code."""
-    try:
-        repo = os.path.dirname(HERE)
-        head = subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", repo, "status", "--short", "--", "python_adapter"],
-                               capture_output=True, text=True, check=True).stdout.split("\n")
-        dirty = [d.strip() for d in dirty if d.strip()]
-        return f"engine at {head}" + (f" with uncommitted changes ({', '.join(dirty)})"
-                                      if dirty else "")
-    except Exception:
-        return "engine version unknown"
-
-
-# ----------------------------------------------------------------------------------------
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--batches", type=int, default=30, help="arrival batches = days (30)")
-    ap.add_argument("--sessions", type=int, default=None,
-                    help="sessions (default rows / 15: ~15 events per session)")
-    ap.add_argument("--users", type=int, default=None,
-                    help="users (default sessions / 64: ~64 sessions per user, so a user's rows "
-                         "span many sessions and sorting by session_id scatters them)")
-    ap.add_argument("--target", default="1MB", help="target file size of writes and clustering")
-    ap.add_argument("--max-bytes-per-group", default="all",
-                    help="clustering group size (run_clustering max_bytes_per_group): 'all' = "
-                         "the table's bytes, one group, a total order over the table; "
-                         "'default' = the engine's default, 16 x target (see README)")
-    ap.add_argument("--queries", type=int, default=3, help="random values per query column (3)")
-    ap.add_argument("--runs", type=int, default=2,
-                    help="timed runs per value, the best is kept (2)")
-    ap.add_argument("--input-partitions", type=int, default=8)
-    ap.add_argument("--out", default=os.path.join(HERE, "out"))
-    ap.add_argument("--driver-memory", default="4g")
-    ap.add_argument("--verbose", action="store_true", help="print the engine's progress log")
-    ap.add_argument("--keep", action="store_true")
-    args = ap.parse_args(argv)
-
-    target = parse_size(args.target, "--target")
-    sessions = args.sessions or max(1, args.rows // 15)
-    users = args.users or max(1, sessions // 64)
-    out = os.path.abspath(args.out)
-    os.makedirs(out, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="clustering-", dir=out)
-    started = time.perf_counter()
-    say = lambda m: print(m, flush=True)  # noqa: E731
-    log = (lambda m: print(f"    {m}", flush=True)) if args.verbose else (lambda m: None)
-    say(f"clustering benchmark: {args.rows:,} rows in {args.batches} arrival batches, "
-        f"{sessions:,} sessions, {users:,} users, target {args.target} ({target:,} B), "
-        f"work dir {tmp}")
-    version = engine_state()
-
-    spark = start_spark(tmp, args.driver_memory)
-    from pyspark.sql import functions as F
-
-    states = []
-    try:
-        say("materializing the events (bench.cl_source, partitioned by arrival batch) ...")
-        t0 = time.perf_counter()
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
-        spark.sql(f"DROP TABLE IF EXISTS {SOURCE}")
-        (events(spark, args.rows, args.batches, sessions, users, args.input_partitions)
-         .write.format("parquet").partitionBy("batch").saveAsTable(SOURCE))
-        rng = random.Random(SEED)
-        values = {}
-        for col in QUERY_COLS:
-            pool = [r[0] for r in spark.table(SOURCE).select(col).distinct()
-                    .orderBy(F.rand(SEED)).limit(50).collect()]
-            values[col] = sorted(rng.sample(pool, args.queries))
-        say(f"  done ({time.perf_counter() - t0:.1f}s); query values: "
-            + "; ".join(f"{c} in {values[c]}" for c in QUERY_COLS))
-
-        say(f"writing the table in {args.batches} arrival batches (ours insert, "
-            f"small_file_limit 0) ...")
-        t0 = time.perf_counter()
-        walls = write_arrivals(spark, args, args.target, log)
-        table_rows = spark.table(f"{SCHEMA}.{TABLE}").count()
-        say(f"  done ({time.perf_counter() - t0:.1f}s, median write {statistics.median(walls):.1f}s)")
-
-        say("measuring: before clustering ...")
-        states.append(measure_state(spark, "before clustering", values, table_rows, args.runs, log))
-        table_bytes = states[0]["bytes"]
-        group = (None if args.max_bytes_per_group == "default" else
-                 table_bytes + target if args.max_bytes_per_group == "all" else
-                 parse_size(args.max_bytes_per_group, "--max-bytes-per-group"))
-        say(f"  {states[0]['files']} files, {table_bytes / 1e6:,.1f} MB, {table_rows:,} rows")
-
-        steps = [("linear (session_id)", ["session_id"], "linear"),
-                 ("zorder (session_id, user_id)", ["session_id", "user_id"], "zorder"),
-                 ("hilbert (session_id, user_id)", ["session_id", "user_id"], "hilbert")]
-        for label, cols, strategy in steps:
-            say(f"clustering: {label} ...")
-            opts = {"target_file_size": target}
-            if group is not None:
-                opts["max_bytes_per_group"] = group
-            t0 = time.perf_counter()
-            res = run_clustering(spark, TableRef(SCHEMA, TABLE), cols, strategy, log=log, **opts)
-            wall = time.perf_counter() - t0
-            say(f"  {res.message} (wall {wall:.1f}s)")
-            say(f"measuring: {label} ...")
-            st = measure_state(spark, label, values, table_rows, args.runs, log)
-            st.update(job_s=res.seconds, wall_s=wall, groups=res.groups,
-                      replaced=res.files_replaced)
-            states.append(st)
-            rows_now = spark.table(f"{SCHEMA}.{TABLE}").count()
-            if rows_now != table_rows:
-                say(f"  ROW COUNT CHANGED: {rows_now:,} (was {table_rows:,})")
-        spark_version = spark.version
-    finally:
-        spark.stop()
-
-    shead, sbody = state_rows(states)
-    qhead, qbody = query_rows(states)
-    goals = goal_lines(states)
-    title = (f"Clustering: {table_rows:,} rows written in {args.batches} arrival batches, "
-             f"target {args.target}")
-    notes = [
-        f"Table: unpartitioned, columns {', '.join(COLS)}; {sessions:,} sessions (random md5 "
-        f"ids) of {users:,} users, each session's events spread over the {args.batches} "
+def notes(args, res):
+    """The notes under the tables."""
+    target, states, group = res.target, res.states, res.group
+    return [
+        f"Table: unpartitioned, columns {', '.join(COLS)}; {res.sessions:,} sessions (random md5 "
+        f"ids) of {res.users:,} users, each session's events spread over the {args.batches} "
         f"arrival days. Written by ours, one `insert` per day, small_file_limit 0, "
         f"distribution exact: {states[0]['files']} files, {states[0]['bytes'] / 1e6:,.1f} MB.",
         "The same table is clustered three times in a row (linear, then zorder, then "
@@ -421,36 +458,34 @@ def main(argv=None):
         "(distinct _metadata.file_path of the result), the least any skipping can read.",
         "Wall = wall-clock of the query (planning, listing from cache, scan, collect), "
         "local[2] on a shared machine. Clustering job s = the engine's ClusterResult.seconds.",
-        version + ".",
+        res.version + ".",
     ]
 
-    say("")
-    say(title)
-    say(text_table(shead, sbody))
+
+def report(args, res, argv):
+    """Print the tables, notes and goal checks; write clustering.md."""
+    shead, sbody = state_rows(res.states)
+    qhead, qbody = query_rows(res.states)
+    goals = goal_lines(res.states)
+    lines = notes(args, res)
+    title = (f"Clustering: {res.table_rows:,} rows written in {args.batches} arrival batches, "
+             f"target {args.target}")
+
+    print_section(title, shead, sbody)
     say("")
     say(text_table(qhead, qbody))
-    for n in notes:
-        say("  * " + n)
-    say("")
-    say("goal check (printed, not asserted):")
-    for g in goals:
-        say("  " + g)
+    print_notes(lines)
+    print_section("goal check (printed, not asserted):", notes=goals, bullet="  ")
 
-    md_path = os.path.join(out, "clustering.md")
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    cmd = "python benchmarks/clustering.py " + " ".join(sys.argv[1:] if argv is None else argv)
     md = [
-        f"# {title}", "",
-        f"`{cmd.strip()}` - {stamp}, Spark {spark_version}, Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs.", "",
+        *md_header(title, command_line("clustering.py", argv), res.spark_version),
         md_table(shead, sbody), "",
         md_table(qhead, qbody), "",
-        *[f"- {x}" for x in notes], "",
+        *md_bullets(lines), "",
         "## Goal check (printed, not asserted)", "",
-        *[f"- {g}" for g in goals], "",
+        *md_bullets(goals), "",
     ]
-    finish_run(md_path, md, tmp, args.keep, started)
-    return 0
+    finish_run(res.work, "clustering.md", md, args.keep)
 
 
 if __name__ == "__main__":

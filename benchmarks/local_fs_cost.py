@@ -2,7 +2,7 @@
 
 Without Hadoop's native library (pip's pyspark has none), Hadoop's RawLocalFileSystem sets the
 permissions of every file and directory it creates by forking `chmod`. The embedded session
-of a dbt profile uses python_adapter/fast_local_fs.py instead, which sets them through
+of a dbt profile uses python_adapter/io/fast_local_fs.py instead, which sets them through
 java.nio. This prints, for each of the two, in its own JVM: a partitioned Spark write, a table
 listing and our publish renames, with the wall time and the processes the machine started
 meanwhile (Linux: the last pid in /proc/loadavg).
@@ -17,11 +17,11 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
 
-from backfill import start_spark  # noqa: E402  (puts the repository on sys.path)
+from benchmarks.lib.session import start_spark  # noqa: E402
 from python_adapter.io.fs import HadoopFS  # noqa: E402
 
 
@@ -42,20 +42,27 @@ FILESYSTEMS = {"hadoop": "Hadoop's LocalFileSystem (chmod forks)",
                "nio": "fast_local_fs (java.nio), as dbt's embedded session"}
 
 
-def main(argv=None):
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", type=int, default=300)
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--fs", choices=sorted(FILESYSTEMS),
                     help="measure this one only (default: both, each in its own process)")
-    args = ap.parse_args(argv)
-    if args.fs is None:
-        for fs in ("hadoop", "nio"):  # one JVM each: the classpath is fixed at JVM start
-            print(f"== {FILESYSTEMS[fs]}", flush=True)
-            subprocess.run([sys.executable, os.path.abspath(__file__), "--fs", fs,
-                            "--partitions", str(args.partitions), "--rows", str(args.rows)],
-                           check=True)
-        return
+    return ap.parse_args(argv)
+
+
+def run_each_filesystem(args):
+    """This script once per filesystem, each in its own process."""
+    for fs in ("hadoop", "nio"):  # one JVM each: the classpath is fixed at JVM start
+        print(f"== {FILESYSTEMS[fs]}", flush=True)
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--fs", fs,
+                        "--partitions", str(args.partitions), "--rows", str(args.rows)],
+                       check=True)
+
+
+def measure(args):
+    """In this process's JVM, with args.fs: a partitioned write (twice), a listing and
+    renames, each printed with its wall time and the processes started meanwhile."""
     tmp = tempfile.mkdtemp(prefix="local-fs-cost-")
     spark = start_spark(tmp, "2g", fast_local_fs=args.fs == "nio")
     try:
@@ -81,6 +88,14 @@ def main(argv=None):
     finally:
         spark.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.fs is None:
+        run_each_filesystem(args)
+    else:
+        measure(args)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,11 @@ on the embedded session (local[2]) and on the local standalone cluster, and what
     python benchmarks/scale.py [--rows 3000000] [--scales 1,10] [--partitions 365,3650]
                                [--modes embedded,cluster] [--batches 3] [--target 1MB]
 
-Engine under test: ours only (python_adapter.spark.writer.write_dataframe with parse_config), called
+Engine under test: ours only (python_adapter.api.write_dataframe with parse_config), called
 as backfill.py and upsert.py call it. Per configuration (mode x rows x partitions), each in its
 own Python process and driver JVM (fresh heap, one SparkContext per process):
   backfill   full refresh of the generated table (backfill.py's generator with the number of
-             daily partitions as a parameter), config = upsert.py's ours_config (unique_key
+             daily partitions as a parameter), config = upsert.py's (lib.tables.upsert_config: unique_key
              event_id, strategy upsert, distribution exact, target_file_size --target): the
              first run of an upsert model, the table the upsert phase continues on
   upsert     --batches incremental batches built as upsert.py builds them (2% new rows on the
@@ -25,40 +25,38 @@ See benchmarks/README.md.
 import argparse
 import json
 import os
-import platform
 import resource
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from datetime import datetime, timedelta, timezone
-from types import SimpleNamespace
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Callable
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-for p in (HERE, REPO):
-    if p not in sys.path:
-        sys.path.insert(0, p)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
 
-from backfill import (MONTHLY_GROWTH, SCHEMA, SOURCE, SOURCE_VIEW,  # noqa: E402
-                      drop_engine_cache, md_table, text_table)
-from backfill import materialize_source as backfill_source  # noqa: E402
-from clustering import engine_state  # noqa: E402
-from upsert import (FIRST_NEW_DAY, OURS, TABLES, batch_plan, listing,  # noqa: E402
-                    materialize_batches, measure_batch, ours_config, table_location)
-from python_adapter.spark.catalog import TableRef  # noqa: E402
+from benchmarks.lib import DEFAULT_OUT  # noqa: E402
+from benchmarks.lib.data import (FIRST_NEW_DAY, MONTHLY_GROWTH, SCHEMA,  # noqa: E402
+                                 SOURCE_VIEW, BatchOptions, batch_plan)
+from benchmarks.lib.report import (Run, engine_state, md_bullets, md_header,  # noqa: E402
+                                   md_table, print_notes, start_run, text_table, write_lines)
+from benchmarks.lib.session import start_spark  # noqa: E402
+from benchmarks.lib.tables import (drop_engine_cache, first_week_view, listing,  # noqa: E402
+                                   materialize_batches, materialize_source, measure_batch,
+                                   rows_by_date, table_location, upsert_config)
+from python_adapter.api import TableRef, write_dataframe  # noqa: E402
 from python_adapter.core.sizes import parse_size  # noqa: E402
-from python_adapter.spark.writer import write_dataframe  # noqa: E402
 
 CLUSTER_SCRIPT = os.path.join(REPO, "scripts", "spark_cluster.sh")
-TABLE = TABLES[OURS]                       # bench.up_ours: backfilled, then upserted
+TABLE = "up_ours"                          # bench.up_ours (upsert.py's): backfilled, then upserted
 # upsert.py's defaults for the batches (its command-line defaults; see its --help).
-UPSERT_DEFAULTS = {"new_frac": 0.02, "new_day_share": 0.5, "recent_days": 7,
-                   "update_frac": 0.01, "update_days": 30, "batch_files": 2}
+UPSERT_DEFAULTS = BatchOptions()
 MB = 1024 * 1024
 
 
@@ -68,15 +66,15 @@ MB = 1024 * 1024
 def start_date(days):
     """The backfill always ends the day before upsert.py's FIRST_NEW_DAY (2026-01-01), so the
     batches add new days after it whatever the number of partitions; 365 days start on
-    2025-01-01 = backfill.START."""
+    2025-01-01 = data.START."""
     return FIRST_NEW_DAY - timedelta(days=days)
 
 
-def materialize_source(spark, rows, input_partitions, days):
-    """backfill.materialize_source over `days` dates ending 2025-12-31 (identical rows to
+def source_over(spark, rows, input_partitions, days):
+    """tables.materialize_source over `days` dates ending 2025-12-31 (identical rows to
     backfill.py's for days = 365); returns its figures."""
-    _src, figures = backfill_source(spark, rows, input_partitions, days=days,
-                                    start=start_date(days))
+    _src, figures = materialize_source(spark, rows, input_partitions, days=days,
+                                       start=start_date(days))
     return figures
 
 
@@ -173,47 +171,28 @@ class Probe:
         }
 
 
+
 # ----------------------------------------------------------------------------------------
 # One configuration (runs in a child process)
 # ----------------------------------------------------------------------------------------
-def start_session(tmp, mode, master, driver_memory, executor_memory):
-    """A private session, as backfill.start_spark, with `master` = local[2] (embedded) or the
+def start_session(spec):
+    """A private session (lib.session.start_spark) with master = local[2] (embedded) or the
     standalone cluster's spark://127.0.0.1:PORT; the warehouse as a file:// URI (executors of
-    the cluster share this machine's disk), Derby metastore under tmp."""
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    the cluster share this machine's disk), Derby metastore under the work directory."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    from python_adapter.io.fast_local_fs import configure
-
-    metastore = os.path.join(tmp, "metastore_db")
+    conf = ()
+    if spec["mode"] == "cluster":
+        conf = (("spark.executor.memory", spec["executor_memory"]), ("spark.cores.max", "2"))
     # embedded: the local filesystem a dbt profile's embedded session gets
-    b = (configure(SparkSession.builder, master).appName(f"sized-scale-benchmark-{mode}")
-         .config("spark.driver.host", "127.0.0.1")
-         .config("spark.driver.bindAddress", "127.0.0.1")
-         .config("spark.driver.memory", driver_memory)
-         .config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false")
-         .config("spark.sql.warehouse.dir", "file://" + os.path.join(tmp, "warehouse"))
-         .config("spark.hadoop.javax.jdo.option.ConnectionURL",
-                 f"jdbc:derby:;databaseName={metastore};create=true")
-         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={tmp}")
-         .config("spark.sql.session.timeZone", "UTC")
-         .config("spark.local.dir", os.path.join(tmp, "spark-local")))
-    if mode == "cluster":
-        b = (b.config("spark.executor.memory", executor_memory)
-             .config("spark.cores.max", "2"))
-    spark = b.enableHiveSupport().getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return start_spark(spec["work"], spec["driver_memory"], master=spec["master"],
+                       app_name=f"sized-scale-benchmark-{spec['mode']}", warehouse_uri=True,
+                       conf=conf)
 
 
 def warm_up(spark, cfg, days):
     """Untimed: one small full refresh and one small upsert through the engine (JIT, class
     loading, metastore), so the first timed phase of a fresh JVM does not pay for them."""
-    first = start_date(days)
-    spark.sql(f"CREATE OR REPLACE TEMP VIEW warmup_src AS SELECT * FROM {SOURCE_VIEW} "
-              f"WHERE event_date < DATE'{first.isoformat()}' + INTERVAL 7 DAYS")
+    first_week_view(spark, start_date(days))
     spark.sql("CREATE OR REPLACE TEMP VIEW warmup_batch AS SELECT event_id, user_id, "
               "session_id, event_type, amount + 1 AS amount, payload, event_date "
               "FROM warmup_src LIMIT 100")
@@ -226,104 +205,143 @@ def warm_up(spark, cfg, days):
     spark.sql(f"DROP TABLE IF EXISTS {SCHEMA}.warmup_ours")
 
 
+@dataclass
+class Child:
+    """One configuration's session, probe, config, logs and figures (res, the result)."""
+    spec: dict
+    spark: object
+    probe: object
+    cfg: object
+    say: Callable[[str], None]
+    elog: Callable[[str], None]
+    res: dict
+
+
+def source_phase(c):
+    """Generating the rows and checkpointing them (setup, measured); returns the source's
+    figures and rows per date."""
+    c.say("materializing the source (generate, write bench.source, checkpoint) ...")
+    c.probe.start()
+    src = source_over(c.spark, c.spec["rows"], c.spec["input_partitions"], c.spec["days"])
+    m = c.probe.stop()
+    by_date = rows_by_date(c.spark)
+    m.update(rows=src["rows"], bytes=src["bytes"], files_written=src["files"],
+             table_files=src["files"], partitions=len(by_date))
+    c.res["phases"]["source"] = m
+    c.say(f"source: {src['rows']:,} rows, {src['bytes'] / 1e6:,.1f} MB, {len(by_date)} "
+          f"days, {src['splits']} splits ({m['wall']:.1f}s)")
+    return src, by_date
+
+
+def write_batches(c, src, by_date):
+    """upsert.py's batches over this source, written once (untimed)."""
+    c.say("writing the batches once (untimed) ...")
+    t0 = time.perf_counter()
+    shape = BatchOptions(batches=c.spec["batches"])
+    plans = batch_plan(shape, src["rows"], sorted(by_date))
+    batches = materialize_batches(c.spark, shape, plans, src["rows"], by_date,
+                                  c.spec["input_partitions"])
+    c.say(f"{len(batches)} batches of ~{batches[0]['rows']:,} rows ({batches[0]['new']:,} new, "
+          f"{batches[0]['updates']:,} updates, {len(batches[0]['touched'])} partitions "
+          f"touched) ({time.perf_counter() - t0:.1f}s)")
+    return batches
+
+
+def backfill_phase(c):
+    """The full refresh, measured; returns the table's location and rows."""
+    c.say("backfill: full refresh ...")
+    spark, cfg = c.spark, c.cfg
+    spark.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{TABLE}")
+    c.probe.start()
+    wr = write_dataframe(spark, spark.table(SOURCE_VIEW), TableRef(SCHEMA, TABLE), cfg,
+                         full_refresh=True, log=c.elog)
+    m = c.probe.stop()
+    drop_engine_cache(spark, SOURCE_VIEW)
+    location = table_location(spark, TABLE)
+    files = listing(spark, location)
+    m.update(rows=wr.rows, bytes=sum(files.values()), files_written=wr.files_written,
+             table_files=len(files), partitions=len({os.path.dirname(f) for f in files}),
+             small=sum(1 for s in files.values() if s < cfg.small_file_limit))
+    c.res["phases"]["backfill"] = m
+    c.say(f"backfill: {len(files):,} files, {m['bytes'] / 1e6:,.1f} MB, {wr.rows:,} rows in "
+          f"{m['wall']:.1f}s; heap peak {m['heap_peak'] / MB:,.0f} MB")
+    return location, wr.rows
+
+
+def upsert_phase(c, info, location, table_rows):
+    """One batch's upsert, measured, appended to the result's batches."""
+    spark, cfg = c.spark, c.cfg
+    before = listing(spark, location)
+    c.probe.start()
+    write_dataframe(spark, spark.table(info["table"]), TableRef(SCHEMA, TABLE), cfg,
+                    full_refresh=False, log=c.elog)
+    m = c.probe.stop()
+    after = listing(spark, location)
+    mb = measure_batch(before, after, info["touched"], cfg.small_file_limit)
+    m.update(batch=info["batch"], rows=info["rows"], new=info["new"],
+             updates=info["updates"], table_rows_before=table_rows,
+             table_files_before=len(before), table_files=mb["files"],
+             files_written=mb["written"], files_removed=mb["removed"],
+             bytes=mb["bytes_written"], bytes_ingested=info["bytes"],
+             touched=len(info["touched"]), small=mb["small"],
+             changed_untouched=mb["changed_untouched"])
+    c.res["batches"].append(m)
+    c.say(f"upsert batch {info['batch']}/{c.spec['batches']}: {info['rows']:,} rows "
+          f"({info['new']:,} new, {info['updates']:,} updates), {mb['written']} files "
+          f"written, {mb['removed']} replaced, table {mb['files']:,} files, "
+          f"{m['wall']:.1f}s; heap peak {m['heap_peak'] / MB:,.0f} MB")
+
+
+def check_table(c, table_rows):
+    """The table holds every row, each key once."""
+    count = c.spark.table(f"{SCHEMA}.{TABLE}").count()
+    distinct = c.spark.table(f"{SCHEMA}.{TABLE}").select("event_id").distinct().count()
+    c.res["check"] = {"expected": table_rows, "rows": count, "distinct": distinct}
+    c.say(f"check: {count:,} rows, {distinct:,} distinct keys, expected {table_rows:,}")
+
+
+def run_phases(c):
+    """Source, batches, warm-up, backfill, the upserts and the check, in this session."""
+    spark, res = c.spark, c.res
+    res["spark_version"] = spark.version
+    res["master"] = spark.sparkContext.master
+    res["default_parallelism"] = spark.sparkContext.defaultParallelism
+    c.probe = Probe(spark)
+    res["heap_max"] = c.probe.max_heap
+    res["heap_pools"] = c.probe.pool_names
+
+    src, by_date = source_phase(c)
+    batches = write_batches(c, src, by_date)
+    c.say("warm-up (untimed) ...")
+    t0 = time.perf_counter()
+    warm_up(spark, c.cfg, c.spec["days"])
+    c.say(f"warm-up done ({time.perf_counter() - t0:.1f}s)")
+    location, table_rows = backfill_phase(c)
+    for info in batches:
+        upsert_phase(c, info, location, table_rows)
+        table_rows += info["new"]
+    check_table(c, table_rows)
+
+
 def run_config(spec):
     """Child process: one (mode, rows, days) configuration; returns its figures."""
     mode, rows, days = spec["mode"], spec["rows"], spec["days"]
-    tmp = spec["work"]
-    os.makedirs(tmp, exist_ok=True)
+    os.makedirs(spec["work"], exist_ok=True)
     label = f"[{mode} {rows:,} rows {days} partitions]"
     say = lambda m: print(f"  {label} {m}", flush=True)  # noqa: E731
     elog = (lambda m: print(f"      {m}", flush=True)) if spec["verbose"] else (lambda m: None)
-    cfg = ours_config(spec["target"])
+    cfg = upsert_config(spec["target"])
     res = {"mode": mode, "rows": rows, "days": days, "scale": spec["scale"],
            "target": cfg.target_file_size, "small_limit": cfg.small_file_limit, "phases": {},
            "batches": [], "engine": engine_state()}  # the code this process imported
     t_start = time.perf_counter()
-    spark = start_session(tmp, mode, spec["master"], spec["driver_memory"],
-                          spec["executor_memory"])
-    probe = None
+    c = Child(spec, start_session(spec), None, cfg, say, elog, res)
     try:
-        res["spark_version"] = spark.version
-        res["master"] = spark.sparkContext.master
-        res["default_parallelism"] = spark.sparkContext.defaultParallelism
-        probe = Probe(spark)
-        res["heap_max"] = probe.max_heap
-        res["heap_pools"] = probe.pool_names
-
-        say("materializing the source (generate, write bench.source, checkpoint) ...")
-        probe.start()
-        src = materialize_source(spark, rows, spec["input_partitions"], days)
-        m = probe.stop()
-        rows_by_date = {r[0]: r[1] for r in
-                        spark.table(SOURCE).groupBy("event_date").count().collect()}
-        m.update(rows=src["rows"], bytes=src["bytes"], files_written=src["files"],
-                 table_files=src["files"], partitions=len(rows_by_date))
-        res["phases"]["source"] = m
-        say(f"source: {src['rows']:,} rows, {src['bytes'] / 1e6:,.1f} MB, {len(rows_by_date)} "
-            f"days, {src['splits']} splits ({m['wall']:.1f}s)")
-
-        say("writing the batches once (untimed) ...")
-        t0 = time.perf_counter()
-        args = SimpleNamespace(batches=spec["batches"], **UPSERT_DEFAULTS)
-        plans = batch_plan(args, src["rows"], sorted(rows_by_date))
-        batches = materialize_batches(spark, args, plans, src["rows"], rows_by_date,
-                                      spec["input_partitions"])
-        say(f"{len(batches)} batches of ~{batches[0]['rows']:,} rows ({batches[0]['new']:,} new, "
-            f"{batches[0]['updates']:,} updates, {len(batches[0]['touched'])} partitions "
-            f"touched) ({time.perf_counter() - t0:.1f}s)")
-
-        say("warm-up (untimed) ...")
-        t0 = time.perf_counter()
-        warm_up(spark, cfg, days)
-        say(f"warm-up done ({time.perf_counter() - t0:.1f}s)")
-
-        say("backfill: full refresh ...")
-        spark.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{TABLE}")
-        probe.start()
-        wr = write_dataframe(spark, spark.table(SOURCE_VIEW), TableRef(SCHEMA, TABLE), cfg,
-                             full_refresh=True, log=elog)
-        m = probe.stop()
-        drop_engine_cache(spark, SOURCE_VIEW)
-        location = table_location(spark, TABLE)
-        files = listing(spark, location)
-        m.update(rows=wr.rows, bytes=sum(files.values()), files_written=wr.files_written,
-                 table_files=len(files), partitions=len({os.path.dirname(f) for f in files}),
-                 small=sum(1 for s in files.values() if s < cfg.small_file_limit))
-        res["phases"]["backfill"] = m
-        say(f"backfill: {len(files):,} files, {m['bytes'] / 1e6:,.1f} MB, {wr.rows:,} rows in "
-            f"{m['wall']:.1f}s; heap peak {m['heap_peak'] / MB:,.0f} MB")
-
-        table_rows = wr.rows
-        for info in batches:
-            before = listing(spark, location)
-            probe.start()
-            wr = write_dataframe(spark, spark.table(info["table"]), TableRef(SCHEMA, TABLE), cfg,
-                                 full_refresh=False, log=elog)
-            m = probe.stop()
-            after = listing(spark, location)
-            mb = measure_batch(before, after, info["touched"], cfg.small_file_limit)
-            m.update(batch=info["batch"], rows=info["rows"], new=info["new"],
-                     updates=info["updates"], table_rows_before=table_rows,
-                     table_files_before=len(before), table_files=mb["files"],
-                     files_written=mb["written"], files_removed=mb["removed"],
-                     bytes=mb["bytes_written"], bytes_ingested=info["bytes"],
-                     touched=len(info["touched"]), small=mb["small"],
-                     changed_untouched=mb["changed_untouched"])
-            table_rows += info["new"]
-            res["batches"].append(m)
-            say(f"upsert batch {info['batch']}/{len(batches)}: {info['rows']:,} rows "
-                f"({info['new']:,} new, {info['updates']:,} updates), {mb['written']} files "
-                f"written, {mb['removed']} replaced, table {mb['files']:,} files, "
-                f"{m['wall']:.1f}s; heap peak {m['heap_peak'] / MB:,.0f} MB")
-
-        count = spark.table(f"{SCHEMA}.{TABLE}").count()
-        distinct = spark.table(f"{SCHEMA}.{TABLE}").select("event_id").distinct().count()
-        res["check"] = {"expected": table_rows, "rows": count, "distinct": distinct}
-        say(f"check: {count:,} rows, {distinct:,} distinct keys, expected {table_rows:,}")
+        run_phases(c)
     finally:
-        if probe is not None:
-            probe.close()
-        spark.stop()
+        if c.probe is not None:
+            c.probe.close()
+        c.spark.stop()
     res["total"] = time.perf_counter() - t_start
     return res
 
@@ -450,6 +468,11 @@ PHASES = [("source", "source (setup, not the engine)"), ("backfill", "backfill (
           ("upsert", "upsert (mean per batch)")]
 
 
+def mb(nbytes):
+    """Bytes as whole MB (MiB) with thousands separators."""
+    return f"{nbytes / MB:,.0f}"
+
+
 def mode_table(results, mode):
     head = ["rows", "partitions", "phase", "wall s", "files written", "table files",
             "heap start MB", "heap peak MB", "old gen peak MB", "heap after MB",
@@ -470,10 +493,9 @@ def mode_table(results, mode):
                 wall += f" ({m['wall_min']:.1f}-{m['wall_max']:.1f})"
             body.append([f"{m['rows']:,}", str(r["days"]), label, wall,
                          f"{m['files_written']:,}", f"{m['table_files']:,}",
-                         f"{m['heap_start'] / MB:,.0f}", f"{m['heap_peak'] / MB:,.0f}",
-                         f"{m['old_peak'] / MB:,.0f}", f"{m['heap_after'] / MB:,.0f}",
-                         f"{m['jvm_rss_peak'] / MB:,.0f}",
-                         f"{m['py_rss_peak'] / MB:,.0f} (+{m['py_growth'] / MB:,.0f})"])
+                         *[mb(m[k]) for k in ("heap_start", "heap_peak", "old_peak",
+                                              "heap_after", "jvm_rss_peak")],
+                         f"{mb(m['py_rss_peak'])} (+{mb(m['py_growth'])})"])
     return head, body
 
 
@@ -488,10 +510,10 @@ def batch_table(results, mode):
         for b in r["batches"]:
             body.append([f"{b['table_rows_before']:,}", str(r["days"]), str(b["batch"]),
                          f"{b['rows']:,}", str(b["touched"]), f"{b['wall']:.1f}",
-                         f"{b['files_written']:,}", f"{b['files_removed']:,}",
-                         f"{b['table_files']:,}", f"{b['heap_peak'] / MB:,.0f}",
-                         f"{b['old_peak'] / MB:,.0f}",
-                         f"{(b['py_rss_peak'] - b['py_rss_start']) / MB:,.0f}"])
+                         *[f"{b[k]:,}" for k in ("files_written", "files_removed",
+                                                 "table_files")],
+                         mb(b["heap_peak"]), mb(b["old_peak"]),
+                         mb(b["py_rss_peak"] - b["py_rss_start"])])
     return head, body
 
 
@@ -654,8 +676,35 @@ def mode_notes(results, modes):
     return out
 
 
+
 # ----------------------------------------------------------------------------------------
-def main(argv=None):
+# The parent: parse, one child per configuration, report
+# ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Axes:
+    """What a run varies: modes, row multipliers, daily partitions; and the target."""
+    modes: list
+    scales: list
+    partitions: list
+    target: int
+
+
+@dataclass
+class Runs:
+    """The configurations' results and where they came from."""
+    results: list
+    axes: Axes
+    version: str                # the engine's code (engine_state), or one per configuration
+    work: Run                   # out, the work directory (None when merged), started
+
+    @property
+    def elapsed(self):
+        """Seconds per configuration, setup and measuring included."""
+        return " ".join(f"{r['mode']}/x{r['scale']:g}/p{r['days']} {r.get('elapsed', 0):.0f}s"
+                        for r in self.results)
+
+
+def parser():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=3_000_000,
                     help="rows of the table at scale 1 (3000000 = backfill.py's default)")
@@ -673,7 +722,7 @@ def main(argv=None):
     ap.add_argument("--config-timeout", type=int, default=0,
                     help="seconds after which a configuration is stopped and reported as such "
                          "(0 = none)")
-    ap.add_argument("--out", default=os.path.join(HERE, "out"), help="output directory")
+    ap.add_argument("--out", default=DEFAULT_OUT, help="output directory")
     ap.add_argument("--verbose", action="store_true", help="print the engine's progress log")
     ap.add_argument("--keep", action="store_true",
                     help="keep the work directory <out>/scale-XXXX/ (deleted by default)")
@@ -681,12 +730,11 @@ def main(argv=None):
                     help="no run: one report from the scale.json of earlier runs (for example "
                          "one run per partition count), written to --out")
     ap.add_argument("--child", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.child:
-        return child_main(args.child)
-    if args.merge:
-        return merge_reports(args)
+    return ap
 
+
+def parse_axes(ap, args):
+    """The axes of --scales, --partitions and --modes (ap.error on a bad value)."""
     scales = [float(x) for x in args.scales.split(",") if x.strip()]
     scales = [int(s) if s == int(s) else s for s in scales]
     partitions = [int(x) for x in args.partitions.split(",") if x.strip()]
@@ -694,73 +742,92 @@ def main(argv=None):
     bad = [m for m in modes if m not in ("embedded", "cluster")]
     if bad or not modes:
         ap.error(f"--modes: embedded and/or cluster, not {bad}")
-    if min(partitions) < UPSERT_DEFAULTS["recent_days"] + 2:
-        ap.error(f"--partitions: at least {UPSERT_DEFAULTS['recent_days'] + 2} (the batches "
-                 f"need the {UPSERT_DEFAULTS['recent_days']} recent days and older ones)")
-    target = parse_size(args.target, "--target")
-    out = os.path.abspath(args.out)
-    os.makedirs(out, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="scale-", dir=out)
-    started = time.perf_counter()
-    print(f"scale benchmark: rows {args.rows:,} x {scales}, partitions {partitions}, modes "
-          f"{modes}, {args.batches} upsert batches, target {args.target} ({target:,} B), "
-          f"work dir {tmp}", flush=True)
+    recent = UPSERT_DEFAULTS.recent_days
+    if min(partitions) < recent + 2:
+        ap.error(f"--partitions: at least {recent + 2} (the batches "
+                 f"need the {recent} recent days and older ones)")
+    return Axes(modes, scales, partitions, parse_size(args.target, "--target"))
+
+
+def run_one(args, mode, master, scale, days, work):
+    """One configuration in its child process; its figures, or its error."""
+    rows = int(round(args.rows * scale))
+    name = f"{mode}-x{scale}-p{days}"
+    print(f"\n{mode}: {rows:,} rows (x{scale}), {days} partitions ...", flush=True)
+    spec = {"mode": mode, "master": master, "rows": rows, "scale": scale,
+            "days": days, "batches": args.batches, "target": args.target,
+            "input_partitions": args.input_partitions,
+            "driver_memory": args.driver_memory,
+            "executor_memory": args.executor_memory,
+            "verbose": args.verbose,
+            "keep": args.keep, "work": os.path.join(work.tmp, name),
+            "result": os.path.join(work.tmp, name + ".json")}
+    t0 = time.perf_counter()
+    res, err = run_child(spec, args.config_timeout)
+    if res is None:
+        res = {"mode": mode, "rows": rows, "scale": scale, "days": days, "error": err}
+        print(f"  {name}: {err}", flush=True)
+    res["elapsed"] = time.perf_counter() - t0
+    return res
+
+
+def run_mode(args, axes, mode, work, results):
+    """Every configuration of one mode (the cluster started for it and stopped after),
+    appended to results; scale.json rewritten after each."""
+    cluster = None
+    try:
+        if mode == "cluster":
+            port = int(os.environ.get("SIZED_CLUSTER_PORT") or free_port())
+            cluster = Cluster(os.path.join(work.tmp, "cluster"), port)
+            print(f"starting the standalone cluster on {cluster.master} ...", flush=True)
+            t0 = time.perf_counter()
+            msg = cluster.start()
+            print(f"  {msg} ({time.perf_counter() - t0:.1f}s)", flush=True)
+        master = cluster.master if cluster else "local[2]"
+        for scale in axes.scales:
+            for days in axes.partitions:
+                results.append(run_one(args, mode, master, scale, days, work))
+                with open(work.path("scale.json"), "w") as fh:  # partial results
+                    json.dump(results, fh, indent=1, default=str)
+                print(f"  configuration done in {results[-1]['elapsed']:.0f}s", flush=True)
+    finally:
+        if cluster is not None:
+            print(f"stopping the cluster: {cluster.stop()}", flush=True)
+
+
+def run_all(args, axes):
+    """Every configuration, mode by mode; on Ctrl-C or SIGTERM, what completed."""
+    work = start_run(args.out, "scale-")
+    print(f"scale benchmark: rows {args.rows:,} x {axes.scales}, partitions {axes.partitions}, "
+          f"modes {axes.modes}, {args.batches} upsert batches, target {args.target} "
+          f"({axes.target:,} B), work dir {work.tmp}", flush=True)
 
     def on_term(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, on_term)
 
     results = []
-    cluster_log = []
     version = engine_state()
     try:
-        for mode in modes:
-            cluster = None
-            try:
-                if mode == "cluster":
-                    port = int(os.environ.get("SIZED_CLUSTER_PORT") or free_port())
-                    cluster = Cluster(os.path.join(tmp, "cluster"), port)
-                    print(f"starting the standalone cluster on {cluster.master} ...", flush=True)
-                    t0 = time.perf_counter()
-                    msg = cluster.start()
-                    print(f"  {msg} ({time.perf_counter() - t0:.1f}s)", flush=True)
-                    cluster_log.append(msg)
-                master = cluster.master if cluster else "local[2]"
-                for scale in scales:
-                    for days in partitions:
-                        rows = int(round(args.rows * scale))
-                        name = f"{mode}-x{scale}-p{days}"
-                        print(f"\n{mode}: {rows:,} rows (x{scale}), {days} partitions ...",
-                              flush=True)
-                        spec = {"mode": mode, "master": master, "rows": rows, "scale": scale,
-                                "days": days, "batches": args.batches, "target": args.target,
-                                "input_partitions": args.input_partitions,
-                                "driver_memory": args.driver_memory,
-                                "executor_memory": args.executor_memory,
-                                "verbose": args.verbose,
-                                "keep": args.keep, "work": os.path.join(tmp, name),
-                                "result": os.path.join(tmp, name + ".json")}
-                        t0 = time.perf_counter()
-                        res, err = run_child(spec, args.config_timeout)
-                        if res is None:
-                            res = {"mode": mode, "rows": rows, "scale": scale, "days": days,
-                                   "error": err}
-                            print(f"  {name}: {err}", flush=True)
-                        res["elapsed"] = time.perf_counter() - t0
-                        results.append(res)
-                        with open(os.path.join(out, "scale.json"), "w") as fh:  # partial results
-                            json.dump(results, fh, indent=1, default=str)
-                        print(f"  configuration done in {res['elapsed']:.0f}s", flush=True)
-            finally:
-                if cluster is not None:
-                    print(f"stopping the cluster: {cluster.stop()}", flush=True)
+        for mode in axes.modes:
+            run_mode(args, axes, mode, work, results)
     except KeyboardInterrupt as e:
         print(f"\ninterrupted ({e}); reporting what completed", flush=True)
     finally:
         if not args.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(work.tmp, ignore_errors=True)
+    return Runs(results, axes, version, work)
 
-    report(args, results, modes, scales, partitions, target, version, out, tmp, started)
+
+def main(argv=None):
+    ap = parser()
+    args = ap.parse_args(argv)
+    if args.child:
+        return child_main(args.child)
+    if args.merge:
+        return merge_reports(args)
+    runs = run_all(args, parse_axes(ap, args))
+    report(args, runs)
     return 0
 
 
@@ -785,20 +852,18 @@ def merge_reports(args):
         for r in results) if len(engines) > 1 else engines[0]
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
-    report(args, results, modes, scales, partitions, parse_size(args.target, "--target"),
-           version, out, None, time.perf_counter())
+    axes = Axes(modes, scales, partitions, parse_size(args.target, "--target"))
+    report(args, Runs(results, axes, version, Run(out, None, time.perf_counter())))
     return 0
 
 
-def report(args, results, modes, scales, partitions, target, version, out, tmp, started):
-    done = [r for r in results if not r.get("error")]
-    spark_version = done[0]["spark_version"] if done else "?"
+def notes(args, runs):
+    """The notes under the tables: what was measured and how."""
+    done = [r for r in runs.results if not r.get("error")]
     first = done[0] if done else {}
-    touched = UPSERT_DEFAULTS["update_days"] + UPSERT_DEFAULTS["recent_days"] + 1
-    title = (f"Scale: rows {args.rows:,} x {', '.join(f'{s:g}' for s in scales)}, "
-             f"{' / '.join(str(p) for p in partitions)} daily partitions, target {args.target}, "
-             f"{args.batches} upsert batches, {' and '.join(modes)}")
-    notes = [
+    touched = UPSERT_DEFAULTS.update_days + UPSERT_DEFAULTS.recent_days + 1
+    d = UPSERT_DEFAULTS
+    return [
         f"One table size axis for both phases: the backfill writes --rows x scale rows "
         f"({args.rows:,} at scale 1, target {args.target}; backfill.py's default is 3,000,000 "
         f"rows at 1MB), and the "
@@ -811,16 +876,17 @@ def report(args, results, modes, scales, partitions, target, version, out, tmp, 
         f"{(1 + MONTHLY_GROWTH) ** 12:.1f}x from the first to the last day whatever the count "
         "(+10%/month for 365 days); the same rows spread over more partitions.",
         f"Backfill = write_dataframe(full_refresh=True) with upsert.py's config (unique_key "
-        f"event_id, incremental_strategy upsert, distribution exact, target {target:,} B, "
+        f"event_id, incremental_strategy upsert, distribution exact, "
+        f"target {runs.axes.target:,} B, "
         f"small_file_limit {first.get('small_limit', 0):,} B): the first run of the upsert "
         f"model; it includes the key-uniqueness check, counting, the bytes-per-row sample, the "
         f"commit protocol and the metastore partition sync.",
         f"Upsert = write_dataframe(full_refresh=False), {args.batches} batches built by "
         f"upsert.py's batch_plan / materialize_batches with its defaults: "
-        f"{UPSERT_DEFAULTS['new_frac']:.0%} of the table's rows new "
-        f"({UPSERT_DEFAULTS['new_day_share']:.0%} on the next new day, the rest over the "
-        f"{UPSERT_DEFAULTS['recent_days']} days before it), {UPSERT_DEFAULTS['update_frac']:.0%} "
-        f"updates over {UPSERT_DEFAULTS['update_days']} random older days, so batches grow with "
+        f"{d.new_frac:.0%} of the table's rows new "
+        f"({d.new_day_share:.0%} on the next new day, the rest over the "
+        f"{d.recent_days} days before it), {d.update_frac:.0%} "
+        f"updates over {d.update_days} random older days, so batches grow with "
         f"the rows and touch ~{touched} partitions whatever the partition count. Wall = mean "
         f"per batch (min-max).",
         "Each configuration runs in its own Python process with a fresh driver JVM "
@@ -841,29 +907,44 @@ def report(args, results, modes, scales, partitions, target, version, out, tmp, 
         "cluster = scripts/spark_cluster.sh: master and two workers (1 core, 2g each) on "
         f"127.0.0.1, executors of --executor-memory {args.executor_memory}, spark.cores.max 2, "
         "warehouse as a file:// URI; embedded = local[2]. Both on the same 2-core machine, "
-        f"shared with other work: expect +-20% on wall times. {version}.",
+        f"shared with other work: expect +-20% on wall times. {runs.version}.",
     ]
-    checks = []
-    for r in done:
+
+
+def checks(results):
+    """Per configuration: every row and each key once; and the configurations that failed."""
+    lines = []
+    for r in results:
+        if r.get("error"):
+            continue
         c = r.get("check", {})
         ok = c.get("rows") == c.get("expected") == c.get("distinct")
-        checks.append(f"{r['mode']} {r['rows']:,} rows {r['days']} partitions: "
-                      f"{c.get('rows', 0):,} rows, {c.get('distinct', 0):,} distinct keys, "
-                      f"expected {c.get('expected', 0):,} -> {'ok' if ok else 'MISMATCH'}")
-    failed = [f"{r['mode']} {r['rows']:,} rows {r['days']} partitions: {r['error']}"
-              for r in results if r.get("error")]
-    ghead, gbody = growth_table(results, modes, scales, partitions)
-    bnotes = bound_notes(results, modes, scales, partitions) + mode_notes(results, modes)
-    elapsed = " ".join(f"{r['mode']}/x{r['scale']:g}/p{r['days']} {r.get('elapsed', 0):.0f}s"
-                       for r in results)
+        lines.append(f"{r['mode']} {r['rows']:,} rows {r['days']} partitions: "
+                     f"{c.get('rows', 0):,} rows, {c.get('distinct', 0):,} distinct keys, "
+                     f"expected {c.get('expected', 0):,} -> {'ok' if ok else 'MISMATCH'}")
+    return lines + [f"{r['mode']} {r['rows']:,} rows {r['days']} partitions: {r['error']}"
+                    for r in results if r.get("error")]
+
+
+def report(args, runs):
+    """Print the tables per mode, the notes, growth, what bounds it and the checks; write
+    scale.md and scale.json."""
+    results, axes = runs.results, runs.axes
+    done = [r for r in results if not r.get("error")]
+    spark_version = done[0]["spark_version"] if done else "?"
+    title = (f"Scale: rows {args.rows:,} x {', '.join(f'{s:g}' for s in axes.scales)}, "
+             f"{' / '.join(str(p) for p in axes.partitions)} daily partitions, target "
+             f"{args.target}, {args.batches} upsert batches, {' and '.join(axes.modes)}")
+    lines = notes(args, runs)
+    ghead, gbody = growth_table(results, axes.modes, axes.scales, axes.partitions)
+    bnotes = (bound_notes(results, axes.modes, axes.scales, axes.partitions)
+              + mode_notes(results, axes.modes))
+    check_lines = checks(results)
 
     print()
     print(title)
-    md = [f"# {title}", "",
-          f"`python benchmarks/scale.py {' '.join(sys.argv[1:])}` - "
-          f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}, Spark {spark_version}, "
-          f"Python {platform.python_version()}, {os.cpu_count()} CPUs.", ""]
-    for mode in modes:
+    md = md_header(title, f"python benchmarks/scale.py {' '.join(sys.argv[1:])}", spark_version)
+    for mode in axes.modes:
         head, body = mode_table(results, mode)
         print(f"\n{mode}:")
         print(text_table(head, body))
@@ -871,9 +952,8 @@ def report(args, results, modes, scales, partitions, target, version, out, tmp, 
         bh, bb = batch_table(results, mode)
         if bb:
             md += [f"Upsert batches ({mode}):", "", md_table(bh, bb), ""]
-    for n in notes:
-        print("  * " + n)
-    md += [f"- {n}" for n in notes] + [""]
+    print_notes(lines)
+    md += md_bullets(lines) + [""]
     if gbody:
         print("\ngrowth (last vs first of each axis; printed, not asserted):")
         print(text_table(ghead, gbody))
@@ -881,30 +961,31 @@ def report(args, results, modes, scales, partitions, target, version, out, tmp, 
                "(files = the table's data files the phase works on).", "",
                md_table(ghead, gbody), ""]
     print("\nwhat bounds it (fitted from the figures above):")
-    for n in bnotes:
-        print("  * " + n)
+    print_notes(bnotes)
     md += ["## What bounds it", "", "Fitted from three configurations (base, more partitions, "
            "more rows) and checked on the fourth: value = fixed + per-file x files + per-row x "
            "rows; shares are those terms at the largest configuration.", ""]
-    md += [f"- {n}" for n in bnotes] + [""]
+    md += md_bullets(bnotes) + [""]
     print("\nchecks:")
-    for c in checks + failed:
-        print("  * " + c)
-    md += ["## Checks", ""] + [f"- {c}" for c in checks + failed] + [""]
-    md += [f"Per configuration (seconds, setup and measuring included): {elapsed}.", ""]
+    print_notes(check_lines)
+    md += ["## Checks", ""] + md_bullets(check_lines) + [""]
+    md += [f"Per configuration (seconds, setup and measuring included): {runs.elapsed}.", ""]
+    write_outputs(args, runs, md)
 
-    md_path = os.path.join(out, "scale.md")
-    json_path = os.path.join(out, "scale.json")
-    with open(md_path, "w") as fh:
-        fh.write("\n".join(md))
+
+def write_outputs(args, runs, md):
+    """scale.md and scale.json, and the closing lines."""
+    md_path = runs.work.path("scale.md")
+    json_path = runs.work.path("scale.json")
+    write_lines(md_path, md)
     with open(json_path, "w") as fh:
-        json.dump(results, fh, indent=1, default=str)
+        json.dump(runs.results, fh, indent=1, default=str)
     print()
     print(f"wrote {md_path}")
     print(f"wrote {json_path}")
     if args.keep:
-        print(f"kept the work directory {tmp}")
-    print(f"total {time.perf_counter() - started:.0f}s ({elapsed})")
+        print(f"kept the work directory {runs.work.tmp}")
+    print(f"total {time.perf_counter() - runs.work.started:.0f}s ({runs.elapsed})")
 
 
 if __name__ == "__main__":

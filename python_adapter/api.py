@@ -6,7 +6,9 @@ UnreadableFileError naming the file and the way out. Anything else is a bug and 
 as such.
 """
 import functools
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from pyspark.sql import SparkSession
 
 from python_adapter.core.config import STRATEGIES, SizedConfig, parse_config
 from python_adapter.core.layout import (LAYOUT_COLUMNS, Layout, file_columns, file_rows,
@@ -19,12 +21,10 @@ from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.cluster_exec import ClusterResult, run_clustering
 from python_adapter.spark.describe import TIMELINE_COLUMNS, read_layout, timeline_rows
 from python_adapter.spark.job import WriteResult
-from python_adapter.spark.locking import open_table
 from python_adapter.spark.repair import RepairResult, repair_table
 from python_adapter.spark.rollback import recover_table, rollback_last_commit
 from python_adapter.spark.table_files import unreadable_file
 from python_adapter.spark.writer import write_dataframe
-from python_adapter.table.timeline import Timeline
 
 __all__ = ["TableRef", "SizedConfig", "parse_config", "write_model", "write_dataframe",
            "layout", "layout_rows", "file_rows", "file_columns", "layout_problems",
@@ -53,58 +53,39 @@ def _names_unreadable_files(fn):
 
 
 @_names_unreadable_files
-def write_model(spark, table: TableRef, sql: str, cfg: SizedConfig,
-                full_refresh: bool = False, log=print) -> WriteResult:
+def write_model(spark: SparkSession, table: TableRef, sql: str, cfg: SizedConfig,
+                full_refresh: bool = False, log: Callable[[str], None] = print) -> WriteResult:
     """Run a model's SQL and write its rows into `table` as its config (parse_config of
-    the model's dbt config) says; then cluster inline when `cluster_every_n_commits` is due."""
-    result = write_dataframe(spark, spark.sql(sql), table, cfg, full_refresh=full_refresh,
-                             log=log)
-    if cfg.cluster_every_n_commits and cfg.cluster_by:
-        _info, fs, location = open_table(spark, table)
-        since = commits_since_clustering(Timeline(fs, location))
-        if since >= cfg.cluster_every_n_commits:
-            log(f"[{table.schema}.{table.identifier}] inline clustering: {since} commits since "
-                f"the last clustering")
-            run_clustering(spark, table, cfg.cluster_by, cfg.cluster_strategy, log=log,
-                           target_file_size=cfg.target_file_size,
-                           write_small_file_limit=cfg.small_file_limit or None)
-    return result
+    the model's dbt config) says; clusters inline when `cluster_every_n_commits` is due."""
+    return write_dataframe(spark, spark.sql(sql), table, cfg, full_refresh=full_refresh,
+                           log=log)
 
 
-def commits_since_clustering(timeline) -> int:
-    """Write commits since the table's last clustering."""
-    n = 0
-    for inst in reversed(timeline.completed()):
-        if inst.action == "replacecommit":
-            break
-        if inst.action == "commit":
-            n += 1
-    return n
-
-
-def layout(spark, table: TableRef, cluster_by: Optional[Sequence[str]] = None) -> Layout:
+def layout(spark: SparkSession, table: TableRef,
+           cluster_by: Optional[Sequence[str]] = None) -> Layout:
     """The table's files: sizes, rows, the ranges of the cluster columns."""
     return read_layout(spark, table, cluster_by)
 
 
-def timeline(spark, table: TableRef) -> List[list]:
+def timeline(spark: SparkSession, table: TableRef) -> List[list]:
     """One row per instant (TIMELINE_COLUMNS), oldest first."""
     return timeline_rows(spark, table)
 
 
-def rollback(spark, table: TableRef, log=print) -> str:
+def rollback(spark: SparkSession, table: TableRef, log: Callable[[str], None] = print) -> str:
     """Restore the table to its state before its last completed commit; returns that
     commit's instant."""
     return rollback_last_commit(spark, table, log=log)
 
 
-def recover(spark, table: TableRef, log=print) -> list:
+def recover(spark: SparkSession, table: TableRef, log: Callable[[str], None] = print) -> list:
     """Roll back the unfinished instants of a crashed write now; returns them."""
     return recover_table(spark, table, log=log)
 
 
 @_names_unreadable_files
-def repair(spark, table: TableRef, log=print) -> RepairResult:
+def repair(spark: SparkSession, table: TableRef,
+           log: Callable[[str], None] = print) -> RepairResult:
     """Record the table as it is after files were deleted or changed outside its commits."""
     return repair_table(spark, table, log=log)
 
@@ -117,9 +98,10 @@ _CLUSTER_OPTIONS = {"target_file_size": "target_file_size",
 
 
 @_names_unreadable_files
-def cluster(spark, table: TableRef, cluster_by: Optional[Sequence[str]] = None,
+def cluster(spark: SparkSession, table: TableRef, cluster_by: Optional[Sequence[str]] = None,
             strategy: Optional[str] = None, schedule_only: bool = False,
-            options: Optional[Dict[str, Any]] = None, log=print) -> ClusterResult:
+            options: Optional[Dict[str, Any]] = None,
+            log: Callable[[str], None] = print) -> ClusterResult:
     """Schedule a clustering plan (when cluster_by is given) and execute pending plans.
     options: target_file_size, cluster_small_file_limit, cluster_max_bytes_per_group,
     cluster_max_groups (None: the default)."""
@@ -128,6 +110,7 @@ def cluster(spark, table: TableRef, cluster_by: Optional[Sequence[str]] = None,
                           schedule_only=schedule_only, log=log, **given)
 
 
-def report(spark, table: TableRef, path: str, log=print) -> str:
+def report(spark: SparkSession, table: TableRef, path: str,
+           log: Callable[[str], None] = print) -> str:
     """Write the table's HTML report to `path`; returns the qualified path written."""
     return write_report(spark, table, path, log=log)

@@ -8,7 +8,7 @@ See docs/design.md, Algorithms 3.
 """
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Dict, Hashable, Iterable, List, Optional, Tuple, Union
 
 
 def _check_int(name, value, minimum):
@@ -40,7 +40,8 @@ def _check_files(files):
             raise ValueError(f"files: size_bytes of {file_id!r} must be >= 0, got {size!r}")
 
 
-def split_size(bytes_per_row, target_file_size, insert_split_size=None):
+def split_size(bytes_per_row: float, target_file_size: int,
+               insert_split_size: Optional[int] = None) -> int:
     """Rows per new file: insert_split_size, else as many rows as fit in the target (>= 1)."""
     if insert_split_size is not None:
         return insert_split_size
@@ -52,8 +53,10 @@ def _room(size, bytes_per_row, target_file_size):
     return max(0, int((target_file_size - size) // bytes_per_row))
 
 
-def plan_inserts(files, num_inserts, bytes_per_row, target_file_size, small_file_limit,
-                 insert_split_size=None):
+def plan_inserts(files: Iterable[Tuple[Hashable, float]], num_inserts: int,
+                 bytes_per_row: float, target_file_size: int, small_file_limit: int,
+                 insert_split_size: Optional[int] = None
+                 ) -> List[Tuple[Optional[Hashable], int]]:
     """Assign `num_inserts` new rows of one partition to files.
 
     `files` is a list of (file_id, size_bytes). Returns [(file_id or None, rows), ...] in
@@ -115,15 +118,15 @@ class FileRewrite:
 
 @dataclass
 class PartitionWritePlan:
-    rewrites: list = field(default_factory=list)   # FileRewrite, in `files` order
-    new_files: list = field(default_factory=list)  # insert counts, one per new file
+    rewrites: List[FileRewrite] = field(default_factory=list)   # in `files` order
+    new_files: List[int] = field(default_factory=list)  # insert counts, one per new file
 
     @property
-    def inserts_into_existing(self):
+    def inserts_into_existing(self) -> int:
         return sum(r.inserts for r in self.rewrites)
 
     @property
-    def inserts_into_new(self):
+    def inserts_into_new(self) -> int:
         return sum(self.new_files)
 
 
@@ -136,7 +139,10 @@ class Sizing:
     insert_split_size: Optional[int] = None
 
 
-def plan_partition_write(files, updates_by_file, num_inserts, sizing: Sizing, excluded=()):
+def plan_partition_write(files: Iterable[Tuple[Hashable, float]],
+                         updates_by_file: Mapping[Any, int], num_inserts: int,
+                         sizing: Sizing, excluded: Iterable[Hashable] = ()
+                         ) -> PartitionWritePlan:
     """Plan one partition of an upsert (copy-on-write).
 
     `updates_by_file` maps file_id -> rows updated or deleted in that file (the file holding
@@ -167,7 +173,8 @@ def plan_partition_write(files, updates_by_file, num_inserts, sizing: Sizing, ex
     return plan
 
 
-def summarize(plans):
+def summarize(plans: Union[Iterable[PartitionWritePlan], Mapping[Any, PartitionWritePlan]]
+              ) -> Dict[str, int]:
     """Counts for logging over PartitionWritePlans (an iterable, or a mapping of them)."""
     if isinstance(plans, Mapping):
         plans = plans.values()

@@ -6,7 +6,9 @@ sorted files. A plan holds at most `max_groups` groups.
 """
 import math
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Collection, List, Mapping, Sequence, Tuple
+
+from python_adapter.core.config import ClusterOptions
 
 
 @dataclass(frozen=True)
@@ -17,11 +19,12 @@ class ClusterGroup:
     output_files: int
 
     @property
-    def bytes(self):
+    def bytes(self) -> int:
         return sum(size for _, size in self.files)
 
 
-def plan_groups(files_by_partition, options, excluded=()):
+def plan_groups(files_by_partition: Mapping[str, Sequence[Tuple[str, int]]],
+                options: ClusterOptions, excluded: Collection[str] = ()) -> List[ClusterGroup]:
     """{partition: [(rel path, bytes)]} -> [ClusterGroup]; files in `excluded` (already in a
     pending plan) are left out."""
     groups = []

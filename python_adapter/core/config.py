@@ -4,7 +4,7 @@ Pure: takes the raw config dict dbt hands over, returns a frozen `SizedConfig`, 
 `ConfigError` naming the key and the bad value.
 """
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
 from python_adapter.core.sizes import parse_size
 from python_adapter.errors import ConfigError
@@ -93,7 +93,7 @@ def _optional_name(key, value):
     return value
 
 
-def parse_config(raw):
+def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
     """Validate the raw model config (a dict) into a SizedConfig."""
     raw = {k: v for k, v in dict(raw or {}).items()}
     unique_key = _column_list("unique_key", raw.get("unique_key"))
@@ -152,7 +152,7 @@ def parse_config(raw):
     )
 
 
-def check_columns(config, columns):
+def check_columns(config: SizedConfig, columns: Sequence[str]) -> None:
     """Every column the config names must exist in the model; raise naming the key if not."""
     present = {c.lower() for c in columns}
     named = [
@@ -187,9 +187,12 @@ class ClusterOptions:
     max_groups: int = 30                      # Hudi: 30
 
 
-def cluster_options(cluster_by, strategy="linear", target_file_size=None, small_file_limit=None,
-                    max_bytes_per_group=None, max_groups=None,
-                    write_small_file_limit=None) -> ClusterOptions:
+def cluster_options(cluster_by: Union[str, Sequence[str]], strategy: str = "linear",
+                    target_file_size: Optional[Union[int, float, str]] = None,
+                    small_file_limit: Optional[Union[int, float, str]] = None,
+                    max_bytes_per_group: Optional[Union[int, float, str]] = None,
+                    max_groups: Optional[int] = None,
+                    write_small_file_limit: Optional[int] = None) -> ClusterOptions:
     """Validated clustering options, errors naming the key as for model config; defaults
     scale from the table's target like Hudi's do from 1GB."""
     if isinstance(cluster_by, str):

@@ -4,9 +4,10 @@ Clustering maps each `cluster_by` column to a rank in [0, 2**bits) (Spark's rang
 partitioner, so strings, dates, numbers and nulls all work), then orders rows by one of
 these curves over the ranks, so rows close in every column land in the same files.
 """
+from typing import Sequence
 
 
-def z_value(coords, bits):
+def z_value(coords: Sequence[int], bits: int) -> int:
     """Morton code: the bits of the coordinates interleaved, most significant first."""
     z = 0
     k = len(coords)
@@ -16,7 +17,7 @@ def z_value(coords, bits):
     return z
 
 
-def hilbert_index(coords, bits):
+def hilbert_index(coords: Sequence[int], bits: int) -> int:
     """Position on the Hilbert curve of a point of a 2**bits grid in len(coords) dims.
 
     Skilling's transform (AIP Conf. Proc. 707, 2004): undo the excess work of a Gray code

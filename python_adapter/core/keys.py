@@ -6,7 +6,17 @@ A statistic is text: numbers 'n:<decimal>' (compared as numbers), others 's:<tex
 """
 import datetime
 import decimal
-from typing import Any, Tuple
+from typing import Any, Optional, Protocol, Tuple
+
+
+class KeyRange(Protocol):
+    """What may_hold_keys reads of a file: a FileEntry of the table layer."""
+
+    @property
+    def key_min(self) -> str: ...
+
+    @property
+    def key_max(self) -> str: ...
 
 
 def encode_key(value: Any) -> str:
@@ -26,7 +36,7 @@ def decode_key(text: str) -> Tuple[str, Any]:
     return ("s", text[2:])
 
 
-def may_hold_keys(entry, lo, hi) -> bool:
+def may_hold_keys(entry: Optional[KeyRange], lo: Any, hi: Any) -> bool:
     """False only when the file's recorded key range (a FileEntry's key_min / key_max)
     cannot overlap the keys [lo, hi]."""
     if entry is None or not entry.key_min or not entry.key_max or lo is None:

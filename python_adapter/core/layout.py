@@ -1,7 +1,7 @@
 """File-layout statistics of a table: pure functions over a list of files."""
 import statistics
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from python_adapter.core.sizes import format_size, parse_size
 
@@ -26,14 +26,14 @@ class Layout:
     cluster_by: Tuple[str, ...] = ()
 
 
-def file_columns(layout):
+def file_columns(layout: Layout) -> List[str]:
     cols = ["partition", "file", "rows", "bytes"]
     for c in layout.cluster_by:
         cols += [f"{c}_min", f"{c}_max"]
     return cols
 
 
-def file_rows(layout):
+def file_rows(layout: Layout) -> List[List[Any]]:
     """One row per file with the min / max of each cluster column: how well files prune."""
     out = []
     for f in sorted(layout.files, key=lambda f: f.path):
@@ -44,7 +44,7 @@ def file_rows(layout):
     return out
 
 
-def size_stats(sizes):
+def size_stats(sizes: Sequence[int]) -> Dict[str, float]:
     """min / median / max / coefficient of variation of a list of file sizes."""
     if not sizes:
         return {"files": 0, "min": 0, "median": 0, "max": 0, "cv": 0.0}
@@ -62,14 +62,15 @@ def _limits(layout, small_file_limit, target_file_size):
     return small, target
 
 
-def by_partition(layout):
+def by_partition(layout: Layout) -> Dict[str, List[LayoutFile]]:
     parts = {}
     for f in layout.files:
         parts.setdefault(f.partition, []).append(f)
     return dict(sorted(parts.items()))
 
 
-def layout_rows(layout, small_file_limit=None, target_file_size=None):
+def layout_rows(layout: Layout, small_file_limit: Optional[Union[int, float, str]] = None,
+                target_file_size: Optional[Union[int, float, str]] = None) -> List[List[Any]]:
     """One row per partition: LAYOUT_COLUMNS, sizes as bytes plus a human 'size' column."""
     small, _target = _limits(layout, small_file_limit, target_file_size)
     rows = []
@@ -86,8 +87,10 @@ def layout_rows(layout, small_file_limit=None, target_file_size=None):
     return rows
 
 
-def layout_problems(layout, max_small_files_per_partition=None, max_file_size_ratio=None,
-                    small_file_limit=None, target_file_size=None):
+def layout_problems(layout: Layout, max_small_files_per_partition: Optional[int] = None,
+                    max_file_size_ratio: Optional[float] = None,
+                    small_file_limit: Optional[Union[int, float, str]] = None,
+                    target_file_size: Optional[Union[int, float, str]] = None) -> List[List[str]]:
     """[[partition, problem]] for every partition whose files drift from their target."""
     small, target = _limits(layout, small_file_limit, target_file_size)
     problems = []

@@ -6,7 +6,7 @@ gives, which is what Spark's writer puts in the directory name (in the session's
 zone for timestamps), so every type Spark can partition by maps to the directory Spark
 writes. The text is escaped the way ExternalCatalogUtils.escapePathName does.
 """
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 from python_adapter.core.config import ConfigError
 
@@ -17,7 +17,7 @@ _HEX = set("0123456789abcdefABCDEF")
 _ESCAPE = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
 
 
-def escape_path_name(text):
+def escape_path_name(text: str) -> str:
     return "".join(f"%{ord(ch):02X}" if ch in _ESCAPE else ch for ch in text)
 
 
@@ -46,7 +46,7 @@ def check_partition_texts(columns: Sequence[str], rows: Iterable[Sequence[Option
                     f"'(empty)') keeps it apart")
 
 
-def unescape_path_name(text):
+def unescape_path_name(text: str) -> str:
     out, i = [], 0
     while i < len(text):
         code = text[i + 1:i + 3]
@@ -59,7 +59,7 @@ def unescape_path_name(text):
     return "".join(out)
 
 
-def parse_partition_path(path):
+def parse_partition_path(path: str) -> List[Tuple[str, Optional[str]]]:
     """'a=1/b=x%2Fy' -> [('a', '1'), ('b', 'x/y')]; None stands for the default partition."""
     out = []
     for part in [p for p in path.split("/") if p]:

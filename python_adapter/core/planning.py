@@ -1,11 +1,12 @@
 """Algorithm 1 (file counts per hPartition) and the file-id layout of `exact`. Pure."""
 import math
 from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from python_adapter.core.binpack import split_size
 
 
-def files_for_rows(rows, bytes_per_row, target_file_size):
+def files_for_rows(rows: int, bytes_per_row: float, target_file_size: int) -> int:
     """files(p) = max(1, ceil(rows * bytes_per_row / target))."""
     if rows <= 0:
         return 0
@@ -19,7 +20,9 @@ class PartitionPlan:
     rows_per_file: int   # every file but the last gets this many; the last the remainder
 
 
-def plan_partitions(rows_by_partition, bytes_per_row, target_file_size, insert_split_size=None):
+def plan_partitions(rows_by_partition: Mapping[Any, int], bytes_per_row: float,
+                    target_file_size: int, insert_split_size: Optional[int] = None
+                    ) -> Dict[Any, PartitionPlan]:
     """{partition key: rows} -> {partition key: PartitionPlan}.
 
     Files are filled to the target and the last takes the remainder, as Hudi sizes new file
@@ -30,14 +33,15 @@ def plan_partitions(rows_by_partition, bytes_per_row, target_file_size, insert_s
             for key, rows in rows_by_partition.items() if rows > 0}
 
 
-def plan_static(rows_by_partition, total_files):
+def plan_static(rows_by_partition: Mapping[Any, int], total_files: int
+                ) -> Dict[Any, PartitionPlan]:
     """Plans for a static total file count (`file_count`), split by rows."""
     files = apportion_files(rows_by_partition, total_files)
     return {key: PartitionPlan(rows_by_partition[key], n, math.ceil(rows_by_partition[key] / n))
             for key, n in files.items()}
 
 
-def apportion_files(rows_by_partition, total_files):
+def apportion_files(rows_by_partition: Mapping[Any, int], total_files: int) -> Dict[Any, int]:
     """Split a static total file count over partitions in proportion to their rows.
 
     Every non-empty partition gets at least one file (a partition cannot be written with
@@ -56,7 +60,7 @@ def apportion_files(rows_by_partition, total_files):
     return counts
 
 
-def file_id_ranges(plans):
+def file_id_ranges(plans: Mapping[Any, PartitionPlan]) -> List[Tuple[Any, int, PartitionPlan]]:
     """Give each partition a run of consecutive file ids: [(key, first_id, PartitionPlan)].
 
     Ordered by key (None sorts first) so the same input gives the same layout.
@@ -74,6 +78,6 @@ def _sort_key(key):
     return tuple((v is None, str(v)) for v in parts)
 
 
-def ideal_file_count(bytes_by_partition, target_file_size):
+def ideal_file_count(bytes_by_partition: Mapping[Any, float], target_file_size: int) -> int:
     """The benchmark's ideal: sum over partitions of ceil(bytes / target)."""
     return sum(max(1, math.ceil(b / target_file_size)) for b in bytes_by_partition.values() if b > 0)

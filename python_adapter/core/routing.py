@@ -2,9 +2,11 @@
 
 `repartition(n, col)` sends a row to pmod(murmur3(col, seed 42), n). Spark has no custom
 partitioner in the DataFrame API, so to send file id i to partition i exactly we route by a
-key k_i with pmod(hash(k_i), n) == i. Pure Python port of Spark's Murmur3_x86_32.hashLong,
-checked against Spark's own `hash()` in the tests.
+key k_i with pmod(hash(k_i), n) == i. Pure Python port of Spark's Murmur3_x86_32.hashLong
+(and hashInt, the hash of an int or date column), checked against Spark's own `hash()` in the
+tests.
 """
+from typing import Hashable, List, Sequence, Tuple
 
 _C1, _C2, _MASK = 0xCC9E2D51, 0x1B873593, 0xFFFFFFFF
 SPARK_HASH_SEED = 42
@@ -36,16 +38,26 @@ def _fmix(h1, length):
     return h1
 
 
-def spark_hash_long(value, seed=SPARK_HASH_SEED):
+def _signed(h1):
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def spark_hash_long(value: int, seed: int = SPARK_HASH_SEED) -> int:
     """Spark's `hash(<bigint>)`: Murmur3_x86_32.hashLong, as a signed 32-bit int."""
     value &= 0xFFFFFFFFFFFFFFFF
     h1 = _mix_h1(seed & _MASK, _mix_k1(value & _MASK))
     h1 = _mix_h1(h1, _mix_k1(value >> 32))
-    h1 = _fmix(h1, 8)
-    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+    return _signed(_fmix(h1, 8))
 
 
-def routing_keys(num_partitions):
+def spark_hash_int(value: int, seed: int = SPARK_HASH_SEED) -> int:
+    """Spark's `hash(<int>)`: Murmur3_x86_32.hashInt, as a signed 32-bit int. A date column
+    hashes as its int days since 1970-01-01. Spark hashes several columns in turn, each with
+    the previous hash as its seed: hash(d, s) = spark_hash_long(s, seed=spark_hash_int(d))."""
+    return _signed(_fmix(_mix_h1(seed & _MASK, _mix_k1(value & _MASK)), 4))
+
+
+def routing_keys(num_partitions: int) -> List[int]:
     """[k_0, ..., k_{n-1}]: the smallest bigint k_i >= 0 with pmod(hash(k_i), n) == i."""
     keys = [None] * num_partitions
     missing = num_partitions
@@ -59,7 +71,8 @@ def routing_keys(num_partitions):
     return keys
 
 
-def assign_tasks(files, min_tasks):
+def assign_tasks(files: Sequence[Tuple[Hashable, float]],
+                 min_tasks: int) -> Tuple[List[int], int]:
     """Which task writes each output file: ([task index per file], number of tasks).
 
     files: [(partition, weight)]. A task writes one file per partition it holds, so files of

@@ -1,6 +1,7 @@
 """Human byte sizes: parse '128MB' / '1GiB' / 1048576 and format bytes back."""
 import math
 import re
+from typing import Optional, Union
 
 _UNITS = {
     "": 1, "b": 1,
@@ -12,7 +13,7 @@ _UNITS = {
 _SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 
 
-def parse_size(value, key="size"):
+def parse_size(value: Union[int, float, str], key: str = "size") -> int:
     """Bytes from an int or a string such as '128MB', '1GiB', '512 kb'.
 
     MB is decimal (1000**2) and MiB binary (1024**2), as on disk tools; `key` names the
@@ -41,7 +42,7 @@ def parse_size(value, key="size"):
     )
 
 
-def format_size(num_bytes):
+def format_size(num_bytes: Optional[float]) -> str:
     """'1.5 MiB' style, binary units, for logs and reports."""
     if num_bytes is None:
         return "-"
@@ -53,12 +54,12 @@ def format_size(num_bytes):
     return f"{value:.1f} TiB"
 
 
-def format_count(n):
+def format_count(n: int) -> str:
     """'12,345': counts in logs and messages."""
     return f"{n:,}"
 
 
-def format_duration(seconds):
+def format_duration(seconds: float) -> str:
     """'850ms', '12.3s', '4m05s' for progress logs."""
     if seconds < 1:
         return f"{seconds * 1000:.0f}ms"

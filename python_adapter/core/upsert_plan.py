@@ -10,7 +10,7 @@ of [0, 1) of a hash of the key, so the executing side routes a row by its hash a
 """
 import os
 from dataclasses import dataclass
-from typing import Dict, Iterable, Mapping, Optional, Tuple
+from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
 from python_adapter.core.binpack import Sizing, plan_partition_write, summarize
 from python_adapter.core.partitions import check_partition_texts, partition_path
@@ -79,8 +79,9 @@ def _counts(groups: Iterable[TagGroup], pcols):
     return values_of, updates_by_file, inserts_by_part
 
 
-def plan_upsert(groups: Iterable[TagGroup], file_bytes: Mapping[str, int], pcols,
-                sizing: Sizing, excluded=()) -> UpsertPlan:
+def plan_upsert(groups: Iterable[TagGroup], file_bytes: Mapping[str, int],
+                pcols: Sequence[str], sizing: Sizing, excluded: Iterable[str] = ()
+                ) -> UpsertPlan:
     """The slots, insert ranges and task weights of an upsert. file_bytes: {rel path: bytes}
     of every file of the table; excluded: files never packed (in a pending clustering
     plan). Fails, before anything is written, on partition values Hive reads back as NULL."""

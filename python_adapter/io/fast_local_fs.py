@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 FS_CLASS = "sizedspark.fs.NioLocalFileSystem"
 HELPER_CLASS = "sizedspark.fs.StagedFiles"
@@ -37,7 +38,7 @@ class Unavailable(Exception):
 # ---------------------------------------------------------------------------------------
 # Deciding (pure)
 # ---------------------------------------------------------------------------------------
-def effective_master(confs, env):
+def effective_master(confs: Mapping[str, str], env: Mapping[str, str]) -> Optional[str]:
     """The master a session started now with `confs` gets, or None when it is not knowable
     from here: the builder's spark.master and spark-submit's `--master` (pyspark passes
     PYSPARK_SUBMIT_ARGS to it) disagree, or a spark-defaults.conf may set it."""
@@ -71,7 +72,7 @@ def _defaults_file(env):
 _CLASSPATH_ARGS = ("--driver-class-path", "spark.driver.extraClassPath", "--properties-file")
 
 
-def skip_reason(confs, env):
+def skip_reason(confs: Mapping[str, str], env: Mapping[str, str]) -> Optional[str]:
     """Why a session started with `confs` does not get the fast filesystem, or None."""
     if os.name != "posix":
         return "java.nio sets POSIX permissions only"
@@ -88,7 +89,7 @@ def skip_reason(confs, env):
     return None
 
 
-def with_jar(confs, jar):
+def with_jar(confs: Mapping[str, str], jar: str) -> Dict[str, str]:
     """The confs to add so that `file:` paths use the fast filesystem from `jar`."""
     classpath = confs.get(CLASSPATH)
     return {FS_IMPL: FS_CLASS,
@@ -98,7 +99,7 @@ def with_jar(confs, jar):
 # ---------------------------------------------------------------------------------------
 # Building (javac, cache)
 # ---------------------------------------------------------------------------------------
-def spark_jars_dir(env):
+def spark_jars_dir(env: Mapping[str, str]) -> str:
     """Where the Spark that pyspark launches keeps its jars (what `spark-submit` uses)."""
     if env.get("SPARK_HOME"):
         return os.path.join(env["SPARK_HOME"], "jars")
@@ -107,7 +108,7 @@ def spark_jars_dir(env):
     return os.path.join(os.path.dirname(pyspark.__file__), "jars")
 
 
-def find_javac(env):
+def find_javac(env: Mapping[str, str]) -> str:
     """The javac of the JDK whose `java` pyspark will start ($JAVA_HOME, else `java` on the
     PATH): a javac newer than that java would build classes it cannot load."""
     if env.get("JAVA_HOME"):
@@ -127,12 +128,12 @@ def _sources():
     return sorted(glob.glob(os.path.join(_SOURCES, "**", "*.java"), recursive=True))
 
 
-def cache_dir(env):
+def cache_dir(env: Mapping[str, str]) -> str:
     base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "dbt-sized-spark")
 
 
-def build_jar(env=None):
+def build_jar(env: Optional[Mapping[str, str]] = None) -> str:
     """The jar's path, compiled now unless a jar of these sources against these Hadoop jars
     and this javac is cached. Raises Unavailable."""
     env = os.environ if env is None else env
@@ -169,7 +170,8 @@ def build_jar(env=None):
     return jar
 
 
-def embedded_confs(confs, env=None):
+def embedded_confs(confs: Mapping[str, str], env: Optional[Mapping[str, str]] = None
+                   ) -> Tuple[Dict[str, str], Optional[str]]:
     """(confs to add to a session about to start with `confs`, why none when empty)."""
     env = os.environ if env is None else env
     reason = skip_reason(confs, env)
@@ -194,7 +196,7 @@ def embedded_confs(confs, env=None):
 _jar_in = {}  # id of a py4j JVM view -> whether that JVM can load HELPER_CLASS
 
 
-def jar_loaded(jvm):
+def jar_loaded(jvm: Any) -> bool:
     """Whether the JVM behind a py4j view was started with the jar (fixed per JVM): then the
     driver-side helpers (VisibleFiles, StagedFiles) can be called."""
     if id(jvm) not in _jar_in:
@@ -202,7 +204,7 @@ def jar_loaded(jvm):
     return _jar_in[id(jvm)]
 
 
-def decode_fields(text, per_record):
+def decode_fields(text: str, per_record: int) -> List[List[str]]:
     """The records of a helper's "<length in code points>:<text>" fields, `per_record` each."""
     fields, pos = [], 0
     while pos < len(text):
@@ -224,7 +226,7 @@ def _loadable(jvm, name):
         return False
 
 
-def configure(builder, master):
+def configure(builder: Any, master: str) -> Any:
     """A SparkSession builder for `master` with the fast filesystem when it applies (tests,
     benchmarks: the same local filesystem a dbt profile's embedded session gets)."""
     added, _why_not = embedded_confs({"spark.master": master})

@@ -5,13 +5,17 @@ On an embedded session writing to local disk, the jar of fast_local_fs also hold
 call. Elsewhere (a cluster, HDFS, S3) `None` is returned and the caller reads the files with
 a Spark job, which spreads the footer reads over the executors.
 """
+from typing import List, Optional, Tuple
+
 from py4j.protocol import Py4JJavaError
+from pyspark.sql import SparkSession
 
 from python_adapter.io.fast_local_fs import decode_fields, jar_loaded
 from python_adapter.io.fs import local_path
 
 
-def staged_footers(spark, staging, key_col=None):
+def staged_footers(spark: SparkSession, staging: str, key_col: Optional[str] = None
+                   ) -> Optional[List[Tuple[str, int, int, str, str]]]:
     """[(uri, bytes, rows, key min, key max)] of the visible Parquet files below `staging`
     (a qualified URI), or None when the footers are to be read by a Spark job."""
     jvm = spark.sparkContext._jvm

@@ -7,8 +7,10 @@ explicit `file:` URI (timeline instants, the lock) reads the local file directly
 import os
 import re
 from dataclasses import dataclass
+from typing import Callable, Iterable, List, Optional, Tuple
 
 from py4j.protocol import Py4JJavaError
+from pyspark.sql import SparkSession
 
 from python_adapter.io.fast_local_fs import decode_fields, jar_loaded
 
@@ -31,7 +33,7 @@ class FileStatus:
 
 
 class HadoopFS:
-    def __init__(self, spark):
+    def __init__(self, spark: SparkSession) -> None:
         self._jvm = spark.sparkContext._jvm
         self._conf = spark.sparkContext._jsc.hadoopConfiguration()
         # Resolving a class through py4j's package lookup costs several calls: do it once.
@@ -43,16 +45,16 @@ class HadoopFS:
     def _fs(self, jpath):
         return jpath.getFileSystem(self._conf)
 
-    def qualify(self, path):
+    def qualify(self, path: str) -> str:
         """The absolute URI of a path (adds scheme, resolves relative paths)."""
         jpath = self._path(path)
         return str(self._fs(jpath).makeQualified(jpath).toString())
 
-    def exists(self, path):
+    def exists(self, path: str) -> bool:
         jpath = self._path(path)
         return bool(self._fs(jpath).exists(jpath))
 
-    def mkdirs(self, path):
+    def mkdirs(self, path: str) -> None:
         jpath = self._path(path)
         self._fs(jpath).mkdirs(jpath)
 
@@ -85,7 +87,7 @@ class HadoopFS:
             return parsed
         return [self._status(st) for st in jstatuses]
 
-    def list_dir(self, path):
+    def list_dir(self, path: str) -> List[FileStatus]:
         """Direct children of a directory; [] when it does not exist."""
         jpath = self._path(path)
         fs = self._fs(jpath)
@@ -97,7 +99,7 @@ class HadoopFS:
             raise
         return sorted(self._statuses(statuses), key=lambda s: s.name)
 
-    def list_files(self, path, skip_hidden=True):
+    def list_files(self, path: str, skip_hidden: bool = True) -> List[FileStatus]:
         """All files below a directory, recursively; hidden entries skipped as Spark does."""
         if skip_hidden and local_path(self.qualify(path)) is not None and jar_loaded(self._jvm):
             try:
@@ -158,7 +160,8 @@ class HadoopFS:
                 return sorted(out, key=lambda s: s.path)
             depth += 1
 
-    def rename_many(self, pairs, after_each=None):
+    def rename_many(self, pairs: Iterable[Tuple[str, str]],
+                    after_each: Optional[Callable[[], None]] = None) -> None:
         """rename() for many (src, dst) pairs on one filesystem, in order: each destination
         directory is made once, not once per file. after_each() runs after every rename."""
         fs = None
@@ -176,7 +179,7 @@ class HadoopFS:
             if after_each is not None:
                 after_each()
 
-    def drop_checksums(self, paths):
+    def drop_checksums(self, paths: Iterable[str]) -> None:
         """Delete the `.<name>.crc` side files Hadoop's local filesystem writes beside files
         (when the session's `file:` filesystem writes them), so a rename does not carry them
         into a table's directory, where other engines trip over them. Other schemes: none."""
@@ -190,15 +193,15 @@ class HadoopFS:
             except FileNotFoundError:
                 pass
 
-    def rename(self, src, dst):
+    def rename(self, src: str, dst: str) -> None:
         """Move src to dst (parent created); raises if the filesystem refuses."""
         self.rename_many([(src, dst)])
 
-    def delete(self, path, recursive=True):
+    def delete(self, path: str, recursive: bool = True) -> bool:
         jpath = self._path(path)
         return bool(self._fs(jpath).delete(jpath, recursive))
 
-    def read_bytes(self, path):
+    def read_bytes(self, path: str) -> bytes:
         local = local_path(path)
         if local is not None:  # a byte[] through py4j is slow per MB; a local file is not
             try:
@@ -213,7 +216,7 @@ class HadoopFS:
         finally:
             stream.close()
 
-    def write_bytes(self, path, data, overwrite=False):
+    def write_bytes(self, path: str, data: bytes, overwrite: bool = False) -> None:
         """Write a whole file; with overwrite=False an existing file makes it fail (used for locks)."""
         jpath = self._path(path)
         stream = self._fs(jpath).create(jpath, overwrite)
@@ -223,12 +226,12 @@ class HadoopFS:
         finally:
             stream.close()
 
-    def size(self, path):
+    def size(self, path: str) -> int:
         jpath = self._path(path)
         return int(self._fs(jpath).getFileStatus(jpath).getLen())
 
 
-def local_path(path):
+def local_path(path: str) -> Optional[str]:
     """The local path of an explicit `file:` URI, else None (a path without a scheme is on
     the default filesystem, which may be HDFS)."""
     if path.startswith("file:///"):
@@ -238,7 +241,7 @@ def local_path(path):
     return None
 
 
-def hidden(name):
+def hidden(name: str) -> bool:
     """Spark's rule for names a table scan ignores: `.x`, `_x` unless it is a partition
     directory (`_x=1`), and files still being copied (`x._COPYING_`)."""
     return (name.startswith(".") or (name.startswith("_") and "=" not in name)
@@ -258,7 +261,7 @@ def _split_status_array(text):
     return _STATUS_SPLIT.split(text[1:-1])
 
 
-def parse_status_text(text):
+def parse_status_text(text: str) -> Optional[FileStatus]:
     """FileStatus from Hadoop's FileStatus.toString(), or None when it is not in that form."""
     m = _STATUS_TEXT.match(text)
     if m is None:

@@ -112,7 +112,7 @@ class SizeBin:
     kind: str               # 'small', 'ok' or 'big'
 
     @property
-    def label(self):
+    def label(self) -> str:
         if self.hi is None:
             return f"\u2265 {format_size(self.lo)}"
         return f"{format_size(self.lo)} \u2013 {format_size(self.hi)}"

@@ -4,6 +4,8 @@ destinations work like local paths."""
 from datetime import datetime, timezone
 from typing import Callable, Union
 
+from pyspark.sql import SparkSession
+
 from python_adapter.report.page import render_report
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.describe import read_layout
@@ -11,7 +13,7 @@ from python_adapter.spark.locking import open_table
 from python_adapter.table.timeline import Timeline
 
 
-def write_report(spark, table_ref: Union[TableRef, str], path: str,
+def write_report(spark: SparkSession, table_ref: Union[TableRef, str], path: str,
                  log: Callable[[str], None] = print) -> str:
     """Render the report of a table and write it to `path` (a local path, file://, hdfs://,
     s3a://...; a path without a scheme resolves like Hadoop does, against fs.defaultFS).

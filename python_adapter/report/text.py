@@ -7,7 +7,7 @@ import html
 import time
 
 
-def escape(value) -> str:
+def escape(value: object) -> str:
     """Text and attribute values alike (quotes escaped); None is empty."""
     return html.escape("" if value is None else str(value), quote=True)
 
@@ -19,7 +19,7 @@ def when(ms: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + " UTC"
 
 
-def clip(text, limit: int) -> str:
+def clip(text: object, limit: int) -> str:
     """At most `limit` characters, an ellipsis marking the cut."""
     text = "" if text is None else str(text)
     return text if len(text) <= limit else text[:limit - 1] + "\u2026"

@@ -2,9 +2,13 @@
 partitions (SparkCatalog: the table layer's CatalogSync)."""
 import re
 from dataclasses import dataclass
-from typing import Iterable, Optional, Tuple
+from typing import Callable, Collection, Iterable, List, Optional, Sequence, Tuple
+
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
 
 from python_adapter.core.partitions import parse_partition_path
+from python_adapter.io.fs import HadoopFS
 from python_adapter.table.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
                                            PREVIOUS_TYPE, Instant)
 
@@ -16,7 +20,7 @@ class TableRef:
     location_root: Optional[str] = None  # dbt-spark's location_root: external table there
 
     @property
-    def quoted(self):
+    def quoted(self) -> str:
         return f"`{self.schema}`.`{self.identifier}`"
 
 
@@ -29,11 +33,11 @@ class TableInfo:
     table_type: str
 
     @property
-    def column_names(self):
+    def column_names(self) -> List[str]:
         return [c for c, _ in self.columns]
 
 
-def describe_table(spark, table):
+def describe_table(spark: SparkSession, table: TableRef) -> Optional[TableInfo]:
     """TableInfo, or None when the table does not exist. One DESCRIBE gives columns, partition
     columns and details (the catalog's listColumns costs several times as much again)."""
     if not spark.catalog.tableExists(f"{table.schema}.{table.identifier}"):
@@ -46,7 +50,7 @@ def describe_table(spark, table):
 _CHAR_TYPE = re.compile(r"\b(?:var)?char\(\d+\)")
 
 
-def parse_describe(rows):
+def parse_describe(rows: Iterable[Sequence[Optional[str]]]) -> TableInfo:
     """TableInfo from the rows (col_name, data_type, comment) of DESCRIBE TABLE EXTENDED:
     columns up to the first blank row or section title, partition columns under
     '# Partition Information' (after its '# col_name' header), then 'Key  value' details."""
@@ -73,7 +77,7 @@ def parse_describe(rows):
     )
 
 
-def table_location(spark, table):
+def table_location(spark: SparkSession, table: TableRef) -> str:
     """Where the table's files go: location_root/identifier, or where Spark puts a managed
     table (the database location and the lower-cased name)."""
     if table.location_root:
@@ -87,12 +91,14 @@ def table_location(spark, table):
 CREATED_BY = "dbt_sized_spark.created_by"
 
 
-def sql_string(text):
+def sql_string(text: str) -> str:
     """A SQL string literal of any text."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def create_table(spark, table, schema, partition_by, location, created_by, managed):
+def create_table(spark: SparkSession, table: TableRef, schema: T.StructType,
+                 partition_by: Sequence[str], location: str, created_by: str,
+                 managed: bool) -> None:
     """An empty Parquet table with data columns first and partition columns last, at
     `location` (which may already hold the table's files), marked as created by the
     instant `created_by`; managed (DROP deletes its files) or external, as asked. Spark
@@ -112,11 +118,11 @@ def create_table(spark, table, schema, partition_by, location, created_by, manag
         set_table_type(spark, table, external=False)
 
 
-def drop_table(spark, table):
+def drop_table(spark: SparkSession, table: TableRef) -> None:
     spark.sql(f"DROP TABLE IF EXISTS {table.quoted}")
 
 
-def drop_definition(spark, table):
+def drop_definition(spark: SparkSession, table: TableRef) -> None:
     """Drop the table from the metastore, never its files (a managed table is made external
     first, since Hive deletes a managed table's directory on DROP)."""
     if describe_table(spark, table) is None:
@@ -125,7 +131,7 @@ def drop_definition(spark, table):
     drop_table(spark, table)
 
 
-def set_table_type(spark, table, external):
+def set_table_type(spark: SparkSession, table: TableRef, external: bool) -> None:
     """Make a table EXTERNAL or MANAGED in the metastore, files untouched. Spark's SQL has no
     statement for it ('EXTERNAL' is a reserved property), so the catalog's own table record
     is copied with the other type (CatalogTable.copy, its arguments found by reflection:
@@ -144,7 +150,7 @@ def set_table_type(spark, table, external):
     spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
 
 
-def table_property(spark, table, key):
+def table_property(spark: SparkSession, table: TableRef, key: str) -> Optional[str]:
     """A table property's value, None when unset."""
     props = spark._jsparkSession.sharedState().externalCatalog() \
         .getTable(table.schema, table.identifier).properties()
@@ -152,7 +158,7 @@ def table_property(spark, table, key):
     return None if value.isEmpty() else str(value.get())
 
 
-def show_create(spark, table):
+def show_create(spark: SparkSession, table: TableRef) -> str:
     """The statement that creates the table as it is now (Spark's SHOW CREATE TABLE; a Hive
     serde table needs AS SERDE), to restore it if a change of its definition is rolled back."""
     try:
@@ -161,7 +167,8 @@ def show_create(spark, table):
         return spark.sql(f"SHOW CREATE TABLE {table.quoted} AS SERDE").first()[0]
 
 
-def replay_create(spark, table, ddl, location, managed):
+def replay_create(spark: SparkSession, table: TableRef, ddl: str, location: str,
+                  managed: bool) -> None:
     """Create a table again from show_create's statement, at `location` (a managed table's
     statement names none, and its directory still holds its files)."""
     if not re.search(r"(?im)^\s*LOCATION\s", ddl):
@@ -171,19 +178,20 @@ def replay_create(spark, table, ddl, location, managed):
         set_table_type(spark, table, external=False)
 
 
-def sync_partitions(spark, table, partitioned):
+def sync_partitions(spark: SparkSession, table: TableRef, partitioned: bool) -> None:
     """Make the metastore's partition list match the directories, then drop cached listings."""
     if partitioned:
         spark.sql(f"MSCK REPAIR TABLE {table.quoted} SYNC PARTITIONS")
     spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
 
 
-def add_columns(spark, table, fields):
+def add_columns(spark: SparkSession, table: TableRef, fields: Iterable[T.StructField]) -> None:
     cols = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in fields)
     spark.sql(f"ALTER TABLE {table.quoted} ADD COLUMNS ({cols})")
 
 
-def set_data_columns(spark, table, fields):
+def set_data_columns(spark: SparkSession, table: TableRef,
+                     fields: Iterable[T.StructField]) -> None:
     """Replace the table's data columns (partition columns untouched).
 
     Spark's SQL cannot drop a column of a Parquet table, and its session catalog refuses to;
@@ -198,7 +206,7 @@ def set_data_columns(spark, table, fields):
     spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
 
 
-def partition_spec(rel_dir):
+def partition_spec(rel_dir: str) -> Optional[str]:
     """"PARTITION (`a` = '1', `b` = 'x/y')" for the directory 'a=1/b=x%2Fy'; None for the
     default (null) partition, which a literal spec cannot name."""
     pairs = parse_partition_path(rel_dir)
@@ -207,8 +215,10 @@ def partition_spec(rel_dir):
     return "PARTITION (" + ", ".join(f"`{c}` = {sql_string(t)}" for c, t in pairs) + ")"
 
 
-def sync_changed_partitions(spark, fs, location, table, partitions, registered=frozenset(),
-                            filled=frozenset()):
+def sync_changed_partitions(spark: SparkSession, fs: HadoopFS, location: str, table: TableRef,
+                            partitions: Iterable[str],
+                            registered: Collection[str] = frozenset(),
+                            filled: Collection[str] = frozenset()) -> None:
     """Register the partitions (directories relative to the table) that now hold files and
     drop those whose directory is gone: a write touches a few partitions, and listing all of
     them (MSCK REPAIR) grows with the table. Falls back to MSCK when a partition is null.
@@ -237,7 +247,8 @@ def sync_changed_partitions(spark, fs, location, table, partitions, registered=f
     spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
 
 
-def restore_definitions(spark, table, rolled_back, log=print):
+def restore_definitions(spark: SparkSession, table: TableRef, rolled_back: Sequence[Instant],
+                        log: Callable[[str], None] = print) -> None:
     """After rolling back instants that (re)defined the table (a first build, or a full
     refresh that changed its columns, partitioning, format or location), put back the
     definition from before them: drop the one they created (never its files) and create
@@ -260,7 +271,8 @@ def restore_definitions(spark, table, rolled_back, log=print):
 class SparkCatalog:
     """The CatalogSync of one table at one location in the session's metastore."""
 
-    def __init__(self, spark, fs, table: TableRef, location: str, log=print):
+    def __init__(self, spark: SparkSession, fs: HadoopFS, table: TableRef, location: str,
+                 log: Callable[[str], None] = print) -> None:
         self.spark, self.fs, self.table, self.location, self.log = spark, fs, table, location, log
 
     def sync(self, changed: set, registered: set, filled: set) -> None:

@@ -11,7 +11,9 @@ replaces files that are still exactly as planned, so no update is lost.
 """
 import time
 from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -20,10 +22,12 @@ from python_adapter.core.config import ClusterOptions, cluster_options
 from python_adapter.core.routing import routing_keys
 from python_adapter.core.sizes import format_duration, format_size
 from python_adapter.errors import ConfigError
-from python_adapter.spark.catalog import SparkCatalog
+from python_adapter.io.fs import HadoopFS
+from python_adapter.spark.catalog import SparkCatalog, TableInfo, TableRef
 from python_adapter.spark.locking import locked_table
 from python_adapter.spark.staging import staged_entries
 from python_adapter.spark.table_files import read_files, with_file_values
+from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.files import current_files
 from python_adapter.table.timeline import FileEntry, pending_plan_files, scheduled_plans
 from python_adapter.table.transaction import Transaction
@@ -42,7 +46,7 @@ class ClusterResult:
     seconds: float
 
     @property
-    def message(self):
+    def message(self) -> str:
         return (f"clustering: {self.executed_plans} plan(s), {self.groups} groups, "
                 f"{self.files_replaced} files replaced by {self.files_written} "
                 f"({format_size(self.bytes)}) in {format_duration(self.seconds)}")
@@ -51,20 +55,22 @@ class ClusterResult:
 @dataclass(frozen=True)
 class _Locked:
     """A table with its writer lock held: what scheduling and executing plans work on."""
-    spark: object
-    table: object
-    info: object
-    fs: object
-    proto: object
-    log: object
+    spark: SparkSession
+    table: TableRef
+    info: TableInfo
+    fs: HadoopFS
+    proto: CommitProtocol
+    log: Callable[[str], None]
 
     @property
-    def name(self):
+    def name(self) -> str:
         return f"{self.table.schema}.{self.table.identifier}"
 
 
-def run_clustering(spark, table, cluster_by=None, strategy="linear", schedule_only=False,
-                   log=print, **option_overrides) -> ClusterResult:
+def run_clustering(spark: SparkSession, table: TableRef,
+                   cluster_by: Optional[Union[str, Sequence[str]]] = None,
+                   strategy: str = "linear", schedule_only: bool = False,
+                   log: Callable[[str], None] = print, **option_overrides: Any) -> ClusterResult:
     """Schedule a plan (when cluster_by is given) and, unless schedule_only, execute every
     pending plan."""
     start = time.monotonic()
@@ -194,7 +200,9 @@ def _write_groups(locked, plan, valid, staging):
         out.write.partitionBy(*pcols).mode("append").parquet(staging)
 
 
-def one_file_per_group(spark, df, files_by_group, cluster_by, strategy, pcols=()):
+def one_file_per_group(spark: SparkSession, df: DataFrame,
+                       files_by_group: Mapping[str, Sequence[str]], cluster_by: Sequence[str],
+                       strategy: str, pcols: Sequence[str] = ()) -> DataFrame:
     """Groups that each become one file: route group i to task i, sort within it."""
     keys = routing_keys(len(files_by_group))
     route = {p: keys[i] for i, g in enumerate(sorted(files_by_group)) for p in files_by_group[g]}
@@ -212,7 +220,8 @@ def _sort_within(df, cluster_by, strategy, data_cols):
         .select(*data_cols)
 
 
-def order_rows(df, cluster_by, strategy, num_files, partition_by=()):
+def order_rows(df: DataFrame, cluster_by: Sequence[str], strategy: str, num_files: int,
+               partition_by: Sequence[str] = ()) -> DataFrame:
     """Rows in `num_files` tasks, each a contiguous range of the clustering order, sorted."""
     data_cols = df.columns
     if strategy == "linear":

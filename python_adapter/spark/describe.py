@@ -4,6 +4,7 @@ import time
 from typing import List, Optional, Sequence, Union
 from urllib.parse import unquote
 
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from python_adapter.core.layout import Layout, LayoutFile
@@ -26,7 +27,7 @@ def _written_with(timeline):
     return target, small
 
 
-def read_layout(spark, table: TableRef,
+def read_layout(spark: SparkSession, table: TableRef,
                 cluster_by: Optional[Union[str, Sequence[str]]] = None) -> Layout:
     """Layout of a table's files: rows from the Parquet footers and, per file, the min / max
     of the cluster columns (given, or those of the table's last clustering)."""
@@ -57,7 +58,7 @@ def read_layout(spark, table: TableRef,
                   cluster_by=tuple(cluster_by))
 
 
-def timeline_rows(spark, table: TableRef) -> List[list]:
+def timeline_rows(spark: SparkSession, table: TableRef) -> List[list]:
     """One row per instant of the table, oldest first (TIMELINE_COLUMNS)."""
     _info, fs, location = open_table(spark, table)
     rows = []

@@ -4,11 +4,13 @@ Takes a DataFrame and the file plan; returns the DataFrame to hand to the Parque
 Helper columns start with `__sized_` and are dropped before the write.
 """
 import math
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.core.planning import file_id_ranges
+from python_adapter.core.planning import PartitionPlan, file_id_ranges
 from python_adapter.core.routing import assign_tasks, routing_keys
 
 SEED = 20261122
@@ -18,8 +20,10 @@ SEED = 20261122
 TASK_BYTES = 128 * 1000 * 1000
 
 
-def distribute(spark, df, partition_by, distribution, total_files, plans=None,
-               bytes_per_row=None):
+def distribute(spark: SparkSession, df: DataFrame, partition_by: Sequence[str],
+               distribution: str, total_files: int,
+               plans: Optional[Mapping[Any, PartitionPlan]] = None,
+               bytes_per_row: Optional[float] = None) -> DataFrame:
     """plans: {partition value texts (cast as string): PartitionPlan}; needed by exact,
     optional otherwise."""
     if distribution == "none" or total_files <= 0:
@@ -51,7 +55,8 @@ def _hash(df, partition_by, total_files, num_partitions):
               .drop("__sized_salt"))
 
 
-def exact_tasks(plans, bytes_per_row, parallelism):
+def exact_tasks(plans: Mapping[Any, PartitionPlan], bytes_per_row: Optional[float],
+                parallelism: int) -> Tuple[List[int], int]:
     """(task index per file id, number of tasks) for exact: files of one partition in
     different tasks, at least `parallelism` tasks (or one per file if fewer) and enough that
     a task holds about TASK_BYTES at most."""

@@ -17,7 +17,7 @@ from python_adapter.table.timeline import FileEntry
 class Progress:
     """Logs each phase of one model's write with the time since it started."""
 
-    def __init__(self, log: Callable[[str], None], name: str):
+    def __init__(self, log: Callable[[str], None], name: str) -> None:
         self.log, self.name, self.start = log, name, time.monotonic()
 
     def __call__(self, text: str) -> None:

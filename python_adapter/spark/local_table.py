@@ -8,6 +8,9 @@ prepared.
 """
 import datetime
 import decimal
+from typing import Any, Sequence, Tuple
+
+from pyspark.sql import DataFrame, SparkSession
 
 
 def _text(value):
@@ -30,7 +33,8 @@ def _literal(value, sql_type):
     return f"CAST(CAST(unhex('{_text(value).encode().hex()}') AS STRING) AS {sql_type})"
 
 
-def local_table(spark, columns, rows):
+def local_table(spark: SparkSession, columns: Sequence[Tuple[str, str]],
+                rows: Sequence[Sequence[Any]]) -> DataFrame:
     """A DataFrame of `rows` (tuples of None, bool, int, float, str, date or Decimal) with
     `columns` [(name, Spark SQL type)]; at least one row."""
     if not rows:

@@ -5,15 +5,18 @@ instant had changed it, and resyncing its partitions), release the lock.
 An InjectedCrash (a simulated kill) passes through without releasing, like a real crash.
 """
 from contextlib import contextmanager
-from typing import Sequence
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+
+from pyspark.sql import SparkSession
 
 from python_adapter.errors import WriteError
 from python_adapter.io.fs import HadoopFS
-from python_adapter.spark.catalog import SparkCatalog, describe_table
+from python_adapter.spark.catalog import SparkCatalog, TableInfo, TableRef, describe_table
 from python_adapter.table.commit import CommitProtocol
 
 
-def open_table(spark, table, info=None):
+def open_table(spark: SparkSession, table: TableRef, info: Optional[TableInfo] = None
+               ) -> Tuple[TableInfo, HadoopFS, str]:
     """(TableInfo, HadoopFS, qualified location) of an existing table; readers use it as is."""
     info = info or describe_table(spark, table)
     if info is None:
@@ -23,7 +26,9 @@ def open_table(spark, table, info=None):
 
 
 @contextmanager
-def locked_locations(spark, table, operation, locations: Sequence[str], log=print):
+def locked_locations(spark: SparkSession, table: TableRef, operation: str,
+                     locations: Sequence[str], log: Callable[[str], None] = print
+                     ) -> Iterator[List[CommitProtocol]]:
     """Yields [CommitProtocol] for the table's locations (qualified; the first is where the
     write goes), each with its writer lock held and its unfinished instants rolled back."""
     fs = HadoopFS(spark)
@@ -49,7 +54,9 @@ def locked_locations(spark, table, operation, locations: Sequence[str], log=prin
 
 
 @contextmanager
-def locked_table(spark, table, operation, log=print, info=None):
+def locked_table(spark: SparkSession, table: TableRef, operation: str,
+                 log: Callable[[str], None] = print, info: Optional[TableInfo] = None
+                 ) -> Iterator[Tuple[TableInfo, HadoopFS, CommitProtocol]]:
     """Yields (info, fs, proto) of an existing table with the writer lock held and
     recovery done."""
     info, fs, location = open_table(spark, table, info)

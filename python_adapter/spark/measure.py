@@ -6,6 +6,11 @@ rows each, because Parquet's compression and its per-file overhead depend on fil
 rate measured on a file far bigger or smaller than the target misjudges target-size files.
 """
 import math
+from typing import Optional, Sequence
+
+from pyspark.sql import DataFrame
+
+from python_adapter.io.fs import HadoopFS
 
 FIRST_SAMPLE_ROWS = 20_000
 MAX_SAMPLE_ROWS = 1_000_000
@@ -25,7 +30,9 @@ def _write_sample(fs, df, total_rows, rows, path, num_files=1):
     return sum(f.size for f in files), written_rows
 
 
-def measure_bytes_per_row(fs, df, data_columns, total_rows, target_file_size, scratch_dir):
+def measure_bytes_per_row(fs: HadoopFS, df: DataFrame, data_columns: Sequence[str],
+                          total_rows: int, target_file_size: int, scratch_dir: str
+                          ) -> Optional[float]:
     """Bytes per row of `df` as Parquet files near the target size; None when df is empty."""
     if total_rows <= 0:
         return None

@@ -9,12 +9,14 @@ overwritten in place) is set aside (under the instant's replaced directory, unti
 commit's cleanup) and recorded as removed. Nothing else changes.
 """
 from dataclasses import dataclass
+from typing import Callable
 from urllib.parse import unquote
 
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from python_adapter.core.sizes import format_count
-from python_adapter.spark.catalog import SparkCatalog
+from python_adapter.spark.catalog import SparkCatalog, TableRef
 from python_adapter.spark.locking import locked_table
 from python_adapter.spark.table_files import read_files, unreadable_file
 from python_adapter.table.files import current_files, damaged_files, file_entry
@@ -30,7 +32,7 @@ class RepairResult:
     rows_lost: int          # recorded rows no longer in the table (unknown rows count 0)
 
     @property
-    def message(self):
+    def message(self) -> str:
         if not self.instant:
             return "nothing to repair: every file the timeline records is in place"
         return (f"repair {self.instant}: {self.files_missing} missing, {self.files_changed} "
@@ -66,7 +68,7 @@ class _Damage:
     unreadable: list      # recorded FileEntry of files Spark cannot read
 
     @property
-    def rows_lost(self):
+    def rows_lost(self) -> int:
         lost = sum(max(e.rows, 0) for e in self.missing + self.unreadable)
         return lost + sum(max(old.rows - new.rows, 0) for old, new in self.readable if old.rows >= 0)
 
@@ -85,7 +87,8 @@ def _find_damage(spark, proto, current):
     return _Damage(missing, readable, [index[p] for p in sorted(unreadable)])
 
 
-def repair_table(spark, table, log=print) -> RepairResult:
+def repair_table(spark: SparkSession, table: TableRef,
+                 log: Callable[[str], None] = print) -> RepairResult:
     with locked_table(spark, table, "repair", log=log) as (info, fs, proto):
         current = current_files(fs, proto.location, proto.timeline)
         damage = _find_damage(spark, proto, current)

@@ -1,6 +1,9 @@
 """Undoing: recovery of unfinished instants now (what every writer does first), and the
 rollback of the last completed commit as an instant of its own."""
 from dataclasses import replace
+from typing import Callable
+
+from pyspark.sql import SparkSession
 
 from python_adapter.errors import WriteError
 from python_adapter.io.fs import HadoopFS
@@ -11,7 +14,8 @@ from python_adapter.table.timeline import PREVIOUS_DDL
 from python_adapter.table.transaction import Transaction
 
 
-def recover_table(spark, table: TableRef, log=print) -> list:
+def recover_table(spark: SparkSession, table: TableRef,
+                  log: Callable[[str], None] = print) -> list:
     """Roll back any unfinished instant of a table: at the table's location, and at the
     location a table of its name gets, where a full refresh that changed its definition and
     crashed before defining it again left its instant. Returns the instants rolled back."""
@@ -40,7 +44,8 @@ def _last_commit(proto, table):
     return last
 
 
-def rollback_last_commit(spark, table: TableRef, log=print) -> str:
+def rollback_last_commit(spark: SparkSession, table: TableRef,
+                         log: Callable[[str], None] = print) -> str:
     """Restore the table to its state before its last completed commit, as a new
     `rollback` instant through the commit protocol (so it is crash safe too)."""
     with locked_table(spark, table, "rollback", log=log) as (info, fs, proto):

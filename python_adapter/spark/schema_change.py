@@ -1,5 +1,8 @@
 """Changes of a table's columns: on_schema_change for incremental runs, and when a full
 refresh must define the table again."""
+from typing import Iterable, Optional, Sequence, Tuple
+
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from python_adapter.core.schema import keeps_values, normal_type
@@ -8,7 +11,7 @@ from python_adapter.spark.catalog import TableInfo, add_columns, describe_table,
 from python_adapter.spark.job import WriteJob
 
 
-def apply_schema_change(job: WriteJob, existing: TableInfo):
+def apply_schema_change(job: WriteJob, existing: TableInfo) -> Tuple[DataFrame, TableInfo]:
     """on_schema_change as dbt users know it; returns (the job's rows shaped like the
     table, the table as it is now). Runs under the writer lock."""
     spark, table, df, cfg, pcols, log = (job.spark, job.table, job.df, job.cfg, job.pcols,
@@ -51,7 +54,7 @@ def apply_schema_change(job: WriteJob, existing: TableInfo):
     return df.select(*out), existing
 
 
-def refuse_lossy_casts(retyped):
+def refuse_lossy_casts(retyped: Iterable[Tuple[str, str, str]]) -> None:
     """Fail, under every on_schema_change mode, when casting a column of the new rows to the
     table's type could turn values into NULL or lose precision; widenings go ahead."""
     for name, model, table in retyped:
@@ -63,7 +66,8 @@ def refuse_lossy_casts(retyped):
                 f"the model's types, or cast {name} to {table} in the model")
 
 
-def needs_new_definition(existing, df, pcols, location, target):
+def needs_new_definition(existing: TableInfo, df: DataFrame, pcols: Sequence[str],
+                         location: Optional[str], target: str) -> bool:
     """A full refresh recreates the table's definition when its partitioning, format,
     location or columns (names or types) change; otherwise it replaces the files only."""
     def columns(pairs):

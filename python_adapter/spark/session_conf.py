@@ -1,6 +1,9 @@
 """Spark session settings changed for the duration of one read or write."""
 import threading
 from contextlib import contextmanager
+from typing import Any, Dict, Iterator, Mapping
+
+from pyspark.sql import SparkSession
 
 
 _lock = threading.Lock()
@@ -8,7 +11,7 @@ _held = {}  # (session, key) -> [blocks holding it, value before the first]
 
 
 @contextmanager
-def session_conf(spark, settings):
+def session_conf(spark: SparkSession, settings: Mapping[str, Any]) -> Iterator[None]:
     """Set {key: value} on the session; on exit restore each key's earlier value (or unset
     it). The session is shared (dbt threads), so this is for settings that change speed, not
     results; blocks that overlap in time restore the value from before the first of them,
@@ -35,7 +38,7 @@ def session_conf(spark, settings):
                         spark.conf.set(k, held[1])
 
 
-def shuffle_conf(spark, nbytes):
+def shuffle_conf(spark: SparkSession, nbytes: int) -> Dict[str, Any]:
     """Settings for a query over about `nbytes` (Spark's estimate of its input): one shuffle
     partition per advisory partition size, the size AQE coalesces to, at least 1 and at most
     the session's spark.sql.shuffle.partitions. AQE would coalesce a small batch's 200

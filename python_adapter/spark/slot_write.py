@@ -11,9 +11,9 @@ Each slot is written under its own `__sized_slot=<n>` directory, so one task may
 several files of one partition; `staged_file` maps a staged file to its place in the table.
 """
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, ContextManager, Dict, List, Optional, Sequence, Set, Tuple
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from python_adapter.spark.local_table import local_table
@@ -26,7 +26,7 @@ FIRST_ROW = "__sized_first"   # true on row 0 of each file read for a rewrite
 _SLOT_DIR = SLOT + "="
 
 
-def staged_file(rel):
+def staged_file(rel: str) -> Tuple[str, str]:
     """(partition dir, path in the table) of a file written under staging at `rel`:
     the slot directory is dropped and the slot number put in the file name, because
     Spark names files after their task and one task may write two slots of a partition."""
@@ -41,12 +41,12 @@ def staged_file(rel):
     return partition, f"{partition}/{name}" if partition else name
 
 
-def broadcast_limit(spark):
+def broadcast_limit(spark: SparkSession) -> int:
     """Spark's autoBroadcastJoinThreshold in bytes (-1: never broadcast)."""
     return int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
 
 
-def whole_files(spark, largest):
+def whole_files(spark: SparkSession, largest: int) -> ContextManager[None]:
     """Settings under which scans never split a file of up to `largest` bytes over two
     tasks: Spark splits a file bigger than min(maxPartitionBytes, max(openCostInBytes, bytes
     per core)), so both bounds are raised to the largest file, never lowered."""
@@ -69,7 +69,7 @@ def _route(spark, rows, weights):
                 .repartition(n_tasks, "__sized_route").drop("__sized_route")), n_tasks
 
 
-def cached_size(df):
+def cached_size(df: DataFrame) -> int:
     """Spark's size estimate of a DataFrame's plan: for a cached, computed DataFrame the
     in-memory size of its rows."""
     size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
@@ -102,7 +102,7 @@ class SlotWrite:
     staging: str
 
 
-def write_slots(spark, w: SlotWrite, progress) -> None:
+def write_slots(spark: SparkSession, w: SlotWrite, progress: Callable[[str], None]) -> None:
     """Write every slot to `w.staging`, each from exactly one task."""
     old, keys, bound, fresh, columns, weights = w.old, w.keys, w.bound, w.fresh, w.columns, w.weights
     limit = broadcast_limit(spark)

@@ -3,10 +3,12 @@ and the bytes per row a write plans with."""
 from typing import List, Optional, Tuple
 from urllib.parse import unquote
 
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from python_adapter.core.keys import encode_key
 from python_adapter.io.footers import staged_footers
+from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.job import WriteJob
 from python_adapter.spark.measure import measure_bytes_per_row
 from python_adapter.spark.slot_write import staged_file
@@ -15,7 +17,8 @@ from python_adapter.table.files import file_entry
 from python_adapter.table.timeline import DEFINES_TABLE, FileEntry, learned_bytes_per_row
 
 
-def staged_entries(spark, fs, staging: str, key_col: Optional[str] = None) -> List[FileEntry]:
+def staged_entries(spark: SparkSession, fs: HadoopFS, staging: str,
+                   key_col: Optional[str] = None) -> List[FileEntry]:
     """FileEntry per Parquet file written under staging: rows from the footers, and the
     min / max of the first unique_key column, kept in the timeline to prune tagging."""
     staging = fs.qualify(staging)
@@ -35,7 +38,7 @@ def staged_entries(spark, fs, staging: str, key_col: Optional[str] = None) -> Li
     return entries
 
 
-def file_stats(df, key_col: Optional[str] = None) -> dict:
+def file_stats(df: DataFrame, key_col: Optional[str] = None) -> dict:
     """{unquoted file URI: (rows, key min, key max)}. Without a key column only the Parquet
     footers are read. Task file names repeat across partition directories, so the key is
     the whole path."""
@@ -49,7 +52,8 @@ def file_stats(df, key_col: Optional[str] = None) -> dict:
     return out
 
 
-def bytes_per_row(job: WriteJob, df, total_rows: Optional[int]) -> Tuple[Optional[float], str]:
+def bytes_per_row(job: WriteJob, df: DataFrame, total_rows: Optional[int]
+                  ) -> Tuple[Optional[float], str]:
     """(bytes per row or None, where it came from): the config, the table's earlier commits
     (not across a new definition), or a sample of df written to Parquet (docs/design.md, Algorithms 1)."""
     if job.cfg.bytes_per_row is not None:

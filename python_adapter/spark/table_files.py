@@ -7,8 +7,11 @@ partitions by it), while a file list costs one file status per file and opens no
 """
 import os
 import re
+from typing import Mapping, Optional, Sequence
 
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from python_adapter.spark.local_table import local_table
 from python_adapter.core.partitions import parse_partition_path
@@ -22,7 +25,8 @@ _DISCOVERY = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 _CHEAP_STATUS_SCHEMES = ("file", "hdfs", "viewfs")
 
 
-def read_files(spark, location, schema, rel_paths):
+def read_files(spark: SparkSession, location: str, schema: Optional[T.StructType],
+               rel_paths: Sequence[str]) -> DataFrame:
     """A DataFrame of the rows of these files (paths relative to the table's location),
     with the table's schema (None: the files' own); partition columns come from the directory
     names, as when Spark reads the table."""
@@ -39,7 +43,8 @@ def read_files(spark, location, schema, rel_paths):
         return reader.parquet(*paths)  # the file index is built here, eagerly
 
 
-def with_file_values(spark, df, pcols, value_of_file, column):
+def with_file_values(spark: SparkSession, df: DataFrame, pcols: Sequence[str],
+                     value_of_file: Mapping[str, int], column: str) -> DataFrame:
     """Rows of df (read by read_files) with a long `column` set per file from value_of_file
     {rel path: value}; rows of other files are dropped. A broadcast join on (partition
     values, file name), since file names repeat across partitions, rather than a branch
@@ -68,7 +73,7 @@ _READ_FAILED = re.compile(r"(?:rror while reading file|Could not read footer for
                           r"(\S+?)\.?(?:\s|$)|(\S+) is not a Parquet file")
 
 
-def unreadable_file(exc):
+def unreadable_file(exc: BaseException) -> Optional[str]:
     """The file a Spark read failed on, from its error (a py4j or Spark exception), or None."""
     m = _READ_FAILED.search(str(exc))
     return (m.group(1) or m.group(2)) if m else None

@@ -7,14 +7,15 @@ to new files), then write every planned output file ("slot") from exactly one Sp
 """
 import threading
 from dataclasses import replace
-from typing import List, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Set, Tuple
 from urllib.parse import unquote
 
 from pyspark import StorageLevel, inheritable_thread_target
-from pyspark.sql import Window
+from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from python_adapter.core.config import SizedConfig
 from python_adapter.core.keys import may_hold_keys
 from python_adapter.core.partitions import partition_path
 from python_adapter.core.sizes import format_size
@@ -32,7 +33,9 @@ SEED = 4242
 _ORDERABLE = (T.NumericType, T.StringType, T.DateType, T.TimestampType)
 
 
-def validate_keys(df, keys, precombine_column, pcols=()):
+def validate_keys(df: DataFrame, keys: Sequence[str], precombine_column: Optional[str],
+                  pcols: Sequence[str] = ()
+                  ) -> Tuple[DataFrame, Tuple[Any, Any], Set[Tuple[Optional[str], ...]]]:
     """Null keys fail; duplicate keys fail unless a precombine column picks the latest.
     Returns (the rows to write, (min, max) of the first key column or (None, None) when it
     has no order, the set of partition values of the rows): one aggregation finds all of it."""
@@ -70,7 +73,7 @@ def validate_keys(df, keys, precombine_column, pcols=()):
     return df, key_range, partitions
 
 
-def upsert_keys(cfg, columns):
+def upsert_keys(cfg: SizedConfig, columns: Sequence[str]) -> Tuple[str, ...]:
     """The model's columns that make the unique key, in the config's order (the first is
     the one whose range the timeline keeps); () unless the strategy is upsert."""
     return resolve_names(cfg.unique_key, columns) if cfg.incremental_strategy == "upsert" else ()
@@ -82,7 +85,8 @@ class KeyCheck:
     validate_keys returns (without a key: the data as it is) or raises its error; wait()
     waits for the job without raising, so the data is not unpersisted under it."""
 
-    def __init__(self, spark, df, cfg, pcols, progress):
+    def __init__(self, spark: SparkSession, df: DataFrame, cfg: SizedConfig,
+                 pcols: Sequence[str], progress: Callable[[str], None]) -> None:
         self.keys = upsert_keys(cfg, df.columns)
         self.batch_bytes = cached_size(df)  # the plan's estimate, no job
         self._done = threading.Event()
@@ -105,10 +109,10 @@ class KeyCheck:
         threading.Thread(target=inheritable_thread_target(run), name="sized-key-check",
                          daemon=True).start()
 
-    def wait(self):
+    def wait(self) -> None:
         self._done.wait()
 
-    def result(self):
+    def result(self) -> Tuple[DataFrame, Tuple[Any, Any], Set[Tuple[Optional[str], ...]]]:
         self._done.wait()
         if self._error is not None:
             raise self._error
@@ -137,12 +141,12 @@ def _tag_columns(pcols):
 class Tagger:
     """Tags the batch's rows with the file that holds their key (Hudi's index lookup)."""
 
-    def __init__(self, job: WriteJob, keys, batch_bytes: int):
+    def __init__(self, job: WriteJob, keys: Sequence[str], batch_bytes: int) -> None:
         self.spark, self.location, self.pcols = job.spark, job.proto.location, job.pcols
         self.keys, self.batch_bytes, self.progress = keys, batch_bytes, job.progress
         self.schema = job.spark.table(job.table_name).schema
 
-    def tag(self, batch, candidates):
+    def tag(self, batch: DataFrame, candidates: Sequence[str]) -> DataFrame:
         """The batch with, per row, the file holding its key among `candidates` (rel paths):
         __sized_file (null when none), that file's partition values (__sized_op<i>) and
         whether the row stays in that partition (__sized_same)."""
@@ -173,7 +177,7 @@ class Tagger:
             same = same & F.col(c).eqNullSafe(F.col(f"__sized_op{i}"))
         return tagged.withColumn("__sized_same", F.col("__sized_file").isNotNull() & same)
 
-    def stats(self, tagged):
+    def stats(self, tagged: DataFrame) -> List[Row]:
         """What goes where, in one aggregation: rows per (new partition, old partition, file,
         stays, deleted), with the key range of each group (to look for unfound keys).
         Partition values come as the texts Spark's writer names their directories by."""
@@ -186,7 +190,8 @@ class Tagger:
             [F.col(f"__sized_op{i}").cast("string").alias(f"__sized_op{i}") for i in range(len(pcols))]
         return tagged.groupBy(*texts, "__sized_file", "__sized_same", "__sized_del").agg(*aggs).collect()
 
-    def tag_persisted(self, batch, candidates: List[FileEntry]):
+    def tag_persisted(self, batch: DataFrame, candidates: List[FileEntry]
+                      ) -> Tuple[DataFrame, List[Row]]:
         """(the tagged batch, persisted, and its stats): one join, cached by its stats job."""
         conf = shuffle_conf(self.spark, self.batch_bytes + sum(f.bytes for f in candidates))
         with session_conf(self.spark, conf):  # persist() plans the join at once
@@ -198,7 +203,8 @@ class Tagger:
             tagged.unpersist()
             raise
 
-    def tag_the_unfound(self, tagged, stats, rest: List[FileEntry]):
+    def tag_the_unfound(self, tagged: DataFrame, stats: List[Row], rest: List[FileEntry]
+                        ) -> Tuple[DataFrame, List[Row]]:
         """Second pass: the keys no file of their own partition held, against the other files
         whose key range may hold them. Returns the (persisted) tagged rows and their stats."""
         unfound = [r for r in stats if r["__sized_file"] is None]
@@ -224,7 +230,7 @@ class Tagger:
         tagged.unpersist()
         return retagged, stats
 
-    def groups(self, stats) -> Tuple[List[TagGroup], dict]:
+    def groups(self, stats: Iterable[Row]) -> Tuple[List[TagGroup], dict]:
         """The stats as TagGroups (files by rel path), and {rel path: the path Spark reports}."""
         n = len(self.pcols)
         prefix = unquote(self.location)

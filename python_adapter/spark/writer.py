@@ -3,9 +3,10 @@ insert_overwrite here (planned by `core.planning`, routed by `distribution`), up
 insert in `upsert`. Everything that changes the table, its definition in the metastore
 included, happens under its writer lock, as one Transaction."""
 from dataclasses import dataclass, replace
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -20,32 +21,42 @@ from python_adapter.spark.catalog import (SparkCatalog, TableInfo, TableRef, cre
                                           table_location)
 from python_adapter.spark.distribution import distribute
 from python_adapter.spark.job import Progress, Staged, WriteJob, WriteResult, resolve_names
-from python_adapter.spark.locking import locked_locations
+from python_adapter.spark.cluster_exec import run_clustering
+from python_adapter.spark.locking import locked_locations, open_table
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
 from python_adapter.spark.staging import bytes_per_row, staged_entries
 from python_adapter.spark.upsert import stage_upsert, validate_keys
 from python_adapter.table.faults import fault_point
 from python_adapter.table.files import current_files
 from python_adapter.table.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
-                                           PREVIOUS_TYPE, meta_dir_of)
+                                           PREVIOUS_TYPE, Timeline, meta_dir_of)
 from python_adapter.table.transaction import Transaction
 
 
-def write_dataframe(spark, df, table: TableRef, cfg: SizedConfig, full_refresh: bool = False,
-                    log=print) -> WriteResult:
-    """Write df into `table` as cfg says."""
+def write_dataframe(spark: SparkSession, df: DataFrame, table: TableRef, cfg: SizedConfig,
+                    full_refresh: bool = False, log: Callable[[str], None] = print) -> WriteResult:
+    """Write df into `table` as cfg says; then cluster inline when `cluster_every_n_commits`
+    is due."""
     check_columns(cfg, df.columns)
     progress = Progress(log, f"{table.schema}.{table.identifier}")
     fs = HadoopFS(spark)
     job = WriteJob(spark, fs, None, df, table, cfg, resolve_names(cfg.partition_by, df.columns),
                    progress)
+    result = _write_locked(job, full_refresh)
+    _cluster_if_due(job)
+    return result
+
+
+def _write_locked(job: WriteJob, full_refresh: bool) -> WriteResult:
+    """The write under the table's lock, on the table as recovery leaves it."""
+    spark, fs, table, cfg, df = job.spark, job.fs, job.table, job.cfg, job.df
     target = fs.qualify(table_location(spark, table))
     for _attempt in range(3):
         existing = _table_or_none(spark, table)
         here = fs.qualify(existing.location) if existing is not None else None
         operation = "full_refresh" if full_refresh or existing is None else cfg.incremental_strategy
         with locked_locations(spark, table, operation, [target] + [here] * (here is not None),
-                              log=progress) as protos:
+                              log=job.progress) as protos:
             existing = describe_table(spark, table)  # recovery may have restored or dropped it
             now = fs.qualify(existing.location) if existing is not None else None
             if now is not None and now not in (target, here):
@@ -58,6 +69,30 @@ def write_dataframe(spark, df, table: TableRef, cfg: SizedConfig, full_refresh: 
                 job = replace(job, proto=next(p for p in protos if p.location == now))
             return _write_existing(job, existing, full_refresh)
     raise WriteError(f"{table.quoted} kept moving while it was being locked; try again")
+
+
+def commits_since_clustering(timeline: Timeline) -> int:
+    """Write commits since the table's last clustering."""
+    n = 0
+    for inst in reversed(timeline.completed()):
+        if inst.action == "replacecommit":
+            break
+        if inst.action == "commit":
+            n += 1
+    return n
+
+
+def _cluster_if_due(job: WriteJob) -> None:
+    cfg = job.cfg
+    if not (cfg.cluster_every_n_commits and cfg.cluster_by):
+        return
+    _info, fs, location = open_table(job.spark, job.table)
+    since = commits_since_clustering(Timeline(fs, location))
+    if since >= cfg.cluster_every_n_commits:
+        job.progress(f"inline clustering: {since} commits since the last clustering")
+        run_clustering(job.spark, job.table, cfg.cluster_by, cfg.cluster_strategy,
+                       log=job.progress, target_file_size=cfg.target_file_size,
+                       write_small_file_limit=cfg.small_file_limit or None)
 
 
 def _table_or_none(spark, table):

@@ -8,15 +8,18 @@ completed commit are kept so `sized_rollback` can restore the state before it.
 """
 import time
 from dataclasses import replace
+from typing import Callable, Collection, Iterable, List, Optional, Sequence
 
+from python_adapter.io.fs import HadoopFS
 from python_adapter.table.faults import fault_point
 from python_adapter.table.lock import WriterLock
-from python_adapter.table.timeline import (Instant, Timeline, legacy_meta_dir_of,
+from python_adapter.table.timeline import (FileEntry, Instant, Timeline, legacy_meta_dir_of,
                                      new_instant_id)
 
 
 class CommitProtocol:
-    def __init__(self, fs, table_location, log=print, meta_dir=None):
+    def __init__(self, fs: HadoopFS, table_location: str, log: Callable[[str], None] = print,
+                 meta_dir: Optional[str] = None) -> None:
         self.fs = fs
         self.location = table_location.rstrip("/")
         self.timeline = Timeline(fs, self.location, meta_dir=meta_dir)
@@ -26,27 +29,27 @@ class CommitProtocol:
         self.log = log
 
     # -- paths ---------------------------------------------------------------------------
-    def staging_dir(self, instant_id):
+    def staging_dir(self, instant_id: str) -> str:
         return f"{self.meta}/staging/{instant_id}"
 
-    def aside_dir(self, instant_id):
+    def aside_dir(self, instant_id: str) -> str:
         return f"{self.meta}/replaced/{instant_id}"
 
-    def final_path(self, rel_path):
+    def final_path(self, rel_path: str) -> str:
         return f"{self.location}/{rel_path}"
 
     # -- lock ----------------------------------------------------------------------------
-    def acquire_lock(self, operation):
+    def acquire_lock(self, operation: str) -> None:
         migrate_legacy_meta(self.fs, self.location, self.log)
         self.lock.acquire(operation)
         self.timeline.hold(True)
 
-    def release_lock(self):
+    def release_lock(self) -> None:
         self.timeline.hold(False)
         self.lock.release()
 
     # -- recovery ------------------------------------------------------------------------
-    def recover(self):
+    def recover(self) -> List[Instant]:
         """Roll back every unfinished instant; returns the instants rolled back."""
         rolled = []
         waiting = set()
@@ -90,7 +93,8 @@ class CommitProtocol:
                 self.fs.rename(entry.moved_path, final)
 
     # -- the write steps -----------------------------------------------------------------
-    def request(self, operation, partition_columns, action="commit", extra=None):
+    def request(self, operation: str, partition_columns: Iterable[str], action: str = "commit",
+                extra: Optional[dict] = None) -> Instant:
         instant = Instant(instant=self._unique_instant_id(), action=action, state="requested",
                           operation=operation, partition_columns=tuple(partition_columns),
                           extra=dict(extra or {}))
@@ -106,7 +110,9 @@ class CommitProtocol:
             ident = new_instant_id()
         return ident
 
-    def mark_inflight(self, instant, added, removed, in_place=frozenset()):
+    def mark_inflight(self, instant: Instant, added: Sequence[FileEntry],
+                      removed: Iterable[FileEntry], in_place: Collection[str] = frozenset()
+                      ) -> Instant:
         """added: FileEntry with moved_path = staged path ('' for a file recorded where it
         is); removed: FileEntry of table files, set aside on publish except those in
         `in_place` (rel paths of files that are gone, or stay where they are)."""
@@ -121,7 +127,7 @@ class CommitProtocol:
         fault_point("inflight")
         return inflight
 
-    def publish(self, inflight):
+    def publish(self, inflight: Instant) -> None:
         moves = [(self.final_path(e.path), e.moved_path) for e in inflight.removed
                  if e.moved_path] + \
                 [(e.moved_path, self.final_path(e.path)) for e in inflight.added if e.moved_path]
@@ -138,13 +144,13 @@ class CommitProtocol:
             if self.fs.exists(path) and not self.fs.list_dir(path):
                 self.fs.delete(path, recursive=False)
 
-    def complete(self, inflight, extra=None):
+    def complete(self, inflight: Instant, extra: Optional[dict] = None) -> Instant:
         done = inflight.with_state("completed", extra={**inflight.extra, **(extra or {})})
         self.timeline.write(done)
         fault_point("completed")
         return done
 
-    def cleanup(self, done):
+    def cleanup(self, done: Instant) -> None:
         """Drop staging, and set-aside files of every commit but this one (kept for rollback)."""
         self.fs.delete(self.staging_dir(done.instant))
         for st in self.fs.list_dir(f"{self.meta}/replaced"):
@@ -152,7 +158,7 @@ class CommitProtocol:
                 self.fs.delete(st.path)
         fault_point("cleanup")
 
-    def abort(self, instant):
+    def abort(self, instant: Instant) -> None:
         """Undo an instant this process started and that failed with an ordinary error."""
         try:
             latest = {i.instant: i for i in self.timeline.instants()}.get(instant.instant, instant)
@@ -162,7 +168,7 @@ class CommitProtocol:
             self.log(f"could not roll back {instant.instant} now ({exc}); the next run will")
 
 
-def migrate_legacy_meta(fs, location, log=print):
+def migrate_legacy_meta(fs: HadoopFS, location: str, log: Callable[[str], None] = print) -> None:
     """Move the metadata of a table written by an earlier version (`<table>/.sized`) beside
     the table (`meta_dir_of`), under the old lock and after rolling back any unfinished
     instant of the old writer. Instants keep their recorded paths: those of finished

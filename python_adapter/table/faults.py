@@ -14,7 +14,7 @@ class InjectedCrash(BaseException):
     pass
 
 
-def fault_point(name):
+def fault_point(name: str) -> None:
     spec = os.environ.get("SIZED_SPARK_FAULT")
     if not spec:
         return
@@ -29,5 +29,5 @@ def fault_point(name):
     raise InjectedCrash(f"injected crash at {name}")
 
 
-def reset():
+def reset() -> None:
     _hits.clear()

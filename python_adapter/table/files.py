@@ -4,11 +4,12 @@ A file is known by its path relative to the table; the timeline's completed inst
 which files the table holds (`Timeline.file_index`). Hidden paths are never data.
 """
 import os
-from typing import Iterable, List, Optional, Tuple
+from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from python_adapter.core.sizes import format_count
 from python_adapter.errors import DamagedTableError
-from python_adapter.table.timeline import FileEntry
+from python_adapter.io.fs import HadoopFS
+from python_adapter.table.timeline import FileEntry, Timeline
 
 
 def file_entry(partition: str, rel_path: str, rows: int, size: int, staged_path: str = "",
@@ -24,7 +25,8 @@ def partitions_of(*entry_lists: Iterable[FileEntry]) -> set:
     return {e.partition for entries in entry_lists for e in entries}
 
 
-def current_files(fs, location: str, timeline=None, check: Optional[str] = None) -> List[FileEntry]:
+def current_files(fs: HadoopFS, location: str, timeline: Optional[Timeline] = None,
+                  check: Optional[str] = None) -> List[FileEntry]:
     """FileEntry of every data file of the table now (hidden paths are not data), with the
     rows and key statistics the timeline recorded when it has them. check: the table's
     name; when given, every file the timeline records as current must be there with its
@@ -43,7 +45,8 @@ def current_files(fs, location: str, timeline=None, check: Optional[str] = None)
     return out
 
 
-def damaged_files(index, current):
+def damaged_files(index: Mapping[str, FileEntry], current: Iterable[FileEntry]
+                  ) -> Tuple[List[FileEntry], List[Tuple[FileEntry, int]]]:
     """(recorded entries whose file is gone, (recorded entry, size now) of files whose size
     changed) between the timeline's file index and the table's files now."""
     size_now = {f.path: f.bytes for f in current}
@@ -57,7 +60,8 @@ def _rows(entry):
     return f"{format_count(entry.rows)} rows" if entry.rows >= 0 else "rows unknown"
 
 
-def damage_message(name, missing, changed, shown=5):
+def damage_message(name: str, missing: Sequence[FileEntry],
+                   changed: Sequence[Tuple[FileEntry, int]], shown: int = 5) -> str:
     parts = []
     if missing:
         listed = ", ".join(f"{e.path} ({_rows(e)})" for e in missing[:shown])

@@ -14,10 +14,11 @@ import socket
 import time
 import uuid
 from datetime import datetime
-from typing import Optional
+from typing import Callable, Optional
 
 from python_adapter.core.sizes import format_duration
 from python_adapter.errors import LockError
+from python_adapter.io.fs import HadoopFS
 
 _HELD = {}  # lock path -> token, for the locks this process holds right now
 
@@ -125,7 +126,7 @@ def describe_holder(holder: dict, lock_path: str) -> str:
 class WriterLock:
     """The writer lock of one table through a HadoopFS."""
 
-    def __init__(self, fs, path, log=print):
+    def __init__(self, fs: HadoopFS, path: str, log: Callable[[str], None] = print) -> None:
         self.fs, self.path, self.log = fs, path, log
 
     def acquire(self, operation: str) -> None:

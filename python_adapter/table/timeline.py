@@ -12,13 +12,13 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import fastavro
 
 from python_adapter.errors import TimelineError
 
-from python_adapter.io.fs import FileStatus
+from python_adapter.io.fs import FileStatus, HadoopFS
 
 SCHEMA_VERSION = 1
 STATES = ("requested", "inflight", "completed")
@@ -66,7 +66,7 @@ PREVIOUS_TYPE = "previous_type"          # MANAGED or EXTERNAL
 META_DIR = ".sized"
 
 
-def meta_dir_of(location):
+def meta_dir_of(location: str) -> str:
     """The directory of a table's metadata (timeline, lock, staging, set-aside files):
     `<parent>/.sized/<name>` for a table at `<parent>/<name>`. Beside the table, not inside
     it: readers such as DuckDB and polars descend into hidden directories, and a DROP of a
@@ -79,7 +79,7 @@ def meta_dir_of(location):
     return f"{parent}/{META_DIR}/{name}"
 
 
-def legacy_meta_dir_of(location):
+def legacy_meta_dir_of(location: str) -> str:
     """Where tables written by earlier versions kept their metadata: inside the table."""
     return f"{location.rstrip('/')}/{META_DIR}"
 
@@ -111,20 +111,20 @@ class Instant:
     extra: dict = field(default_factory=dict)
 
     @property
-    def file_name(self):
+    def file_name(self) -> str:
         base = f"{self.instant}.{self.action}"
         return base if self.state == "completed" else f"{base}.{self.state}"
 
-    def with_state(self, state, **changes):
+    def with_state(self, state: str, **changes: Any) -> "Instant":
         return replace(self, state=state, **changes)
 
 
-def new_instant_id(now=None):
+def new_instant_id(now: Optional[datetime] = None) -> str:
     now = now or datetime.now(timezone.utc)
     return now.strftime("%Y%m%d%H%M%S") + f"{now.microsecond // 1000:03d}"
 
 
-def encode(instant):
+def encode(instant: Instant) -> bytes:
     record = {
         "schema_version": SCHEMA_VERSION,
         "instant": instant.instant, "action": instant.action, "state": instant.state,
@@ -141,7 +141,7 @@ def encode(instant):
     return buf.getvalue()
 
 
-def decode(data, name="<instant>"):
+def decode(data: bytes, name: str = "<instant>") -> Instant:
     try:
         records = list(fastavro.reader(io.BytesIO(data)))
     except Exception as exc:  # fastavro raises several types for truncated/corrupt input
@@ -164,7 +164,7 @@ def decode(data, name="<instant>"):
     )
 
 
-def parse_file_name(name):
+def parse_file_name(name: str) -> Optional[Tuple[str, str, str]]:
     """'<id>.<action>[.<state>]' -> (id, action, state) or None for other files."""
     parts = name.split(".")
     if len(parts) == 2 and parts[1] in ACTIONS:
@@ -177,7 +177,8 @@ def parse_file_name(name):
 class Timeline:
     """Reads and writes the instants of one table through a HadoopFS."""
 
-    def __init__(self, fs, table_location, meta_dir=None):
+    def __init__(self, fs: HadoopFS, table_location: str, meta_dir: Optional[str] = None
+                 ) -> None:
         self.fs = fs
         self.location = table_location.rstrip("/")
         self.meta_dir = meta_dir or meta_dir_of(self.location)
@@ -192,17 +193,17 @@ class Timeline:
         self._listing = None
         self._own = {}  # file name -> Instant this object wrote while the listing was kept
 
-    def hold(self, held):
+    def hold(self, held: bool) -> None:
         """held=True once the writer lock is taken (the listing may be kept), False after."""
         self._hold = held
         self.forget()
 
-    def forget(self):
+    def forget(self) -> None:
         """Drop the kept listing (after instant files were changed behind this object)."""
         self._listing = None
         self._own = {}
 
-    def write(self, instant):
+    def write(self, instant: Instant) -> Instant:
         name, data = instant.file_name, encode(instant)
         self.fs.write_bytes(f"{self.dir}/{name}", data, overwrite=True)
         if self._listing is not None:  # the kept listing gains the file, as read back
@@ -212,7 +213,7 @@ class Timeline:
             self._own[name] = decode(data, name)
         return instant
 
-    def delete_unfinished(self, instant):
+    def delete_unfinished(self, instant: Instant) -> None:
         """Delete the inflight, then the requested file of an instant (rollback: the
         requested file goes last, so an interrupted rollback is found and repeated)."""
         self.forget()
@@ -220,10 +221,10 @@ class Timeline:
             self.fs.delete(f"{self.dir}/{instant.instant}.{instant.action}.{state}",
                            recursive=False)
 
-    def read(self, file_name):
+    def read(self, file_name: str) -> Instant:
         return decode(self.fs.read_bytes(f"{self.dir}/{file_name}"), file_name)
 
-    def instants(self):
+    def instants(self) -> List[Instant]:
         """Every instant at its latest state, oldest first: [Instant]."""
         latest = {}
         order = {"requested": 0, "inflight": 1, "completed": 2}
@@ -248,10 +249,10 @@ class Timeline:
             self._decoded[key] = self.read(st.name)
         return self._decoded[key]
 
-    def completed(self, actions=ACTIONS):
+    def completed(self, actions: Sequence[str] = ACTIONS) -> List[Instant]:
         return [i for i in self.instants() if i.state == "completed" and i.action in actions]
 
-    def file_index(self):
+    def file_index(self) -> Dict[str, FileEntry]:
         """{rel path: FileEntry} of the files the completed commits say the table holds."""
         files = {}
         for inst in self.completed():
@@ -263,11 +264,11 @@ class Timeline:
                 files[f.path] = f
         return files
 
-    def pending(self):
+    def pending(self) -> List[Instant]:
         return [i for i in self.instants() if i.state != "completed"]
 
 
-def learned_bytes_per_row(timeline: Timeline):
+def learned_bytes_per_row(timeline: Timeline) -> Optional[float]:
     """bytes written / rows written over completed write commits (clustering and repairs not
     counted, as Hudi does), since the table's definition was last created (other columns
     write other rows); None before any."""
@@ -281,7 +282,7 @@ def learned_bytes_per_row(timeline: Timeline):
     return size / rows if rows else None
 
 
-def scheduled_plans(timeline: Timeline):
+def scheduled_plans(timeline: Timeline) -> List[Instant]:
     """The clustering plans waiting to be executed."""
     return [i for i in timeline.pending()
             if i.action == "replacecommit" and i.state == "requested"

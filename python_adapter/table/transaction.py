@@ -37,8 +37,8 @@ class CatalogSync(Protocol):
 
 class Transaction:
     def __init__(self, proto: CommitProtocol, catalog: CatalogSync, operation: str,
-                 partition_columns, action: str = "commit", extra: Optional[dict] = None,
-                 planned: Optional[Instant] = None):
+                 partition_columns: Iterable[str], action: str = "commit",
+                 extra: Optional[dict] = None, planned: Optional[Instant] = None) -> None:
         """planned: an instant already requested (a scheduled clustering plan) to carry out
         instead of requesting a new one."""
         self.proto, self.catalog = proto, catalog

@@ -109,3 +109,37 @@ def test_the_dbt_plugin_calls_the_engine_through_api_and_errors_only():
         used |= {f"python_adapter.{n}" for m, names in _imports(path) if m == "python_adapter"
                  for n in names}
     assert used <= {"python_adapter.api", "python_adapter.errors"}, used
+
+
+def _without_hints(tree):
+    """'name(params)' of each public function or method (name without a leading '_', or
+    __init__; properties too; not those defined inside a function or a private class) that
+    leaves a parameter (self and cls aside) or its return without a type hint."""
+    found = []
+
+    def visit(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef) and child.name.startswith("_"):
+                continue
+            is_function = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            if is_function and not in_function and (
+                    child.name == "__init__" or not child.name.startswith("_")):
+                args = child.args
+                params = args.posonlyargs + args.args + args.kwonlyargs + \
+                    [a for a in (args.vararg, args.kwarg) if a is not None]
+                bare = [a.arg for a in params
+                        if a.annotation is None and a.arg not in ("self", "cls")]
+                if child.returns is None:
+                    bare.append("return")
+                if bare:
+                    found.append(f"{child.name}({', '.join(bare)})")
+            visit(child, in_function or is_function)
+
+    visit(tree, False)
+    return found
+
+
+@pytest.mark.parametrize("name, path", list(_modules()))
+def test_public_functions_have_type_hints(name, path):
+    missing = _without_hints(ast.parse(path.read_text()))
+    assert not missing, f"{name}: public functions without type hints: {missing}"

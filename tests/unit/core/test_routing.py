@@ -1,6 +1,7 @@
 import random
+from datetime import date
 
-from python_adapter.core.routing import assign_tasks
+from python_adapter.core.routing import assign_tasks, spark_hash_int, spark_hash_long
 
 
 def _check(files, min_tasks):
@@ -66,3 +67,24 @@ def test_exact_packs_small_partitions_and_keeps_big_writes_parallel():
     # no size known (static file_count): one task per file
     task_of, n = exact_tasks(small, bytes_per_row=None, parallelism=2)
     assert n == 28 and task_of == list(range(28))
+
+
+def test_spark_hash_int_matches_spark():
+    # Spark 4.3: SELECT hash(v) for int literals v (computed once with F.hash(F.lit(v)))
+    spark_says = {0: 933211791, 1: -559580957, -1: -1604776387, 42: 29417773,
+                  2**31 - 1: 133916647, -2**31: 723455942, 123456789: -598405280}
+    assert {v: spark_hash_int(v) for v in spark_says} == spark_says
+
+
+def test_spark_hash_of_a_date_and_of_a_date_and_a_bigint_matches_spark():
+    epoch = date(1970, 1, 1)
+    # Spark 4.3: hash(DATE'...') hashes the days since the epoch as an int
+    dates = {date(1970, 1, 1): 933211791, date(2025, 1, 1): 2071700725,
+             date(2025, 12, 31): 1246504432}
+    assert {d: spark_hash_int((d - epoch).days) for d in dates} == dates
+    # Spark 4.3: hash(d, s) with d date, s bigint: each column seeds the next one's hash
+    pairs = {(date(2025, 1, 1), 0): 1824449971, (date(2025, 1, 1), 1): -1352174210,
+             (date(2025, 1, 1), 2): -1541306541, (date(2025, 1, 1), 3): 1581931839,
+             (date(2025, 1, 1), 4): 602627686, (date(2025, 12, 31), 4): -534475096}
+    got = {(d, s): spark_hash_long(s, seed=spark_hash_int((d - epoch).days)) for d, s in pairs}
+    assert got == pairs

@@ -1,0 +1,1 @@
+"""The benchmarks of the engine (README.md); their shared code is in benchmarks/lib/."""
