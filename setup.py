@@ -32,7 +32,7 @@ setup(
                                      exclude=["python_adapter.io.java*"]),
     package_data={"dbt.include.sized_spark": ["dbt_project.yml", *macro_files()],
                   # compiled on first use by the JDK that runs Spark (fast_local_fs.py)
-                  "python_adapter.io": ["java/sizedspark/fs/*.java"]},
+                  "python_adapter.io": ["java/sizedspark/fs/*.java", "log4j2.properties"]},
     include_package_data=False,
     install_requires=[
         "dbt-core>=1.10,<1.12",

@@ -12,10 +12,12 @@ from pyspark.sql import SparkSession
 
 from python_adapter.core.config import STRATEGIES, SizedConfig, parse_config
 from python_adapter.core.layout import (LAYOUT_COLUMNS, Layout, file_columns, file_rows,
-                                        layout_problems, layout_rows)
+                                        layout_limits_text, layout_problems, layout_rows)
 from python_adapter.errors import UnreadableFileError
 # the embedded session's local filesystem, which the connection sets up before Spark starts
 from python_adapter.io.fast_local_fs import FS_CLASS, embedded_confs
+from python_adapter.io.jvm_startup import class_archive_confs
+from python_adapter.io.spark_logging import quiet_logging_confs
 from python_adapter.report import write_report
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.cluster_exec import ClusterResult, run_clustering
@@ -27,10 +29,11 @@ from python_adapter.spark.table_files import unreadable_file
 from python_adapter.spark.writer import write_dataframe
 
 __all__ = ["TableRef", "SizedConfig", "parse_config", "write_model", "write_dataframe",
-           "layout", "layout_rows", "file_rows", "file_columns", "layout_problems",
+           "layout", "layout_rows", "layout_limits_text", "file_rows", "file_columns", "layout_problems",
            "LAYOUT_COLUMNS", "timeline", "TIMELINE_COLUMNS", "rollback", "recover", "repair",
            "cluster", "report", "WriteResult", "ClusterResult", "RepairResult", "Layout",
-           "STRATEGIES", "FS_CLASS", "embedded_confs"]
+           "STRATEGIES", "FS_CLASS", "embedded_confs", "quiet_logging_confs",
+           "class_archive_confs"]
 
 
 def _names_unreadable_files(fn):

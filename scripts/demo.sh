@@ -1,14 +1,9 @@
 #!/usr/bin/env bash
-# The demo: a real `dbt build` of integration_tests/ on the embedded Spark session, then an
-# incremental run (insert_overwrite of the last week), then the layout of one table.
+# The demo: sets up what it needs (Java 17, .venv, this package), then in one dbt process
+# (scripts/demo.py) builds integration_tests/ on the embedded Spark session, runs it again
+# incrementally, and shows the sized tables' files next to dbt-spark's own incremental.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh demo
 . .venv/bin/activate
-export SPARK_LOCAL_IP=127.0.0.1
-cd integration_tests
-export SIZED_SPARK_HOME=${SIZED_SPARK_HOME:-$PWD/.spark}
-if [ -z "${KEEP_STATE:-}" ]; then rm -rf "$SIZED_SPARK_HOME" target; fi
-dbt build --profiles-dir . --full-refresh
-dbt build --profiles-dir .
-dbt run-operation sized_layout --profiles-dir . --args '{relation: sized_it.events_exact}'
+python scripts/demo.py

@@ -1,5 +1,7 @@
 -- Synthetic events: one day per event_date, daily volume growing ~10% month over month
--- (skewed partitions), with a wide-ish payload so files have realistic sizes.
+-- (skewed partitions), with a wide-ish payload so files have realistic sizes. The rows
+-- arrive over 8 Spark partitions in no order of date, as the output of an upstream stage
+-- does: what makes plain Spark write a file per task per date.
 {{ config(materialized='view') }}
 with days as (
   select explode(sequence(0, {{ var('event_days') }} - 1)) as day_index
@@ -10,7 +12,7 @@ volume as (
          cast({{ var('base_rows_per_day') }} * pow(1.1, day_index / 30.0) as int) as n
   from days
 )
-select
+select /*+ REPARTITION(8) */
   cast(v.day_index * 100000 + r.i as bigint) as event_id,
   v.event_date,
   cast(1 + pmod(hash(v.day_index, r.i), 12) as int) as customer_id,

@@ -12,7 +12,7 @@
 
   {%- set result = adapter.sized_write(target_relation, compiled_code, model.config, full_refresh) -%}
 
-  {%- call noop_statement('main', result['message'], 'OK', result['rows']) -%}
+  {%- call noop_statement('main', result['message'], 'OK', result['rows_changed']) -%}
     -- {{ result['message'] }}
   {%- endcall -%}
 

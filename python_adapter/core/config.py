@@ -11,6 +11,9 @@ from python_adapter.errors import ConfigError
 
 STRATEGIES = ("upsert", "insert", "insert_overwrite")
 DISTRIBUTIONS = ("range", "exact", "hash", "none")
+# exact writes the ideal file count (at most one small file per partition); range may write up
+# to one file more per partition (docs/design.md, Algorithms 2)
+DEFAULT_DISTRIBUTION = "exact"
 CLUSTER_STRATEGIES = ("linear", "zorder", "hilbert")
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
 FILE_FORMATS = ("parquet",)
@@ -33,7 +36,7 @@ class SizedConfig:
     insert_split_size: Optional[int] = None
     file_count: Optional[int] = None
     bytes_per_row: Optional[float] = None
-    distribution: str = "range"
+    distribution: str = DEFAULT_DISTRIBUTION
     cluster_by: Tuple[str, ...] = ()
     cluster_strategy: str = "linear"
     cluster_every_n_commits: int = 0
@@ -138,7 +141,8 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
         insert_split_size=_positive_int("insert_split_size", raw.get("insert_split_size")),
         file_count=_positive_int("file_count", raw.get("file_count")),
         bytes_per_row=bytes_per_row,
-        distribution=_choice("distribution", raw.get("distribution"), DISTRIBUTIONS, "range"),
+        distribution=_choice("distribution", raw.get("distribution"), DISTRIBUTIONS,
+                             DEFAULT_DISTRIBUTION),
         cluster_by=cluster_by,
         cluster_strategy=_choice("cluster_strategy", raw.get("cluster_strategy"),
                                  CLUSTER_STRATEGIES, "linear"),

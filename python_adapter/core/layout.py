@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from python_adapter.core.sizes import format_size, parse_size
+from python_adapter.errors import ConfigError
 
 LAYOUT_COLUMNS = ["partition", "files", "rows", "bytes", "min_file", "median_file", "max_file",
                   "small_files", "size"]
@@ -62,6 +63,16 @@ def _limits(layout, small_file_limit, target_file_size):
     return small, target
 
 
+def layout_limits_text(layout: Layout, small_file_limit: Optional[Union[int, float, str]] = None,
+                       target_file_size: Optional[Union[int, float, str]] = None) -> str:
+    """'target 128 MB, small-file limit 100 MB' for a layout's header."""
+    small, target = _limits(layout, small_file_limit, target_file_size)
+    shown = [f"target {format_size(target, target) if target else 'unknown'}",
+             "small-file limit " + ("off" if small == 0 else
+                                    format_size(small, target) if small else "unknown")]
+    return ", ".join(shown)
+
+
 def by_partition(layout: Layout) -> Dict[str, List[LayoutFile]]:
     parts = {}
     for f in layout.files:
@@ -81,8 +92,8 @@ def layout_rows(layout: Layout, small_file_limit: Optional[Union[int, float, str
             part or "(unpartitioned)", st["files"], sum(max(f.rows, 0) for f in files),
             sum(sizes), st["min"], int(st["median"]), st["max"],
             sum(1 for s in sizes if small is not None and s < small),
-            f"{format_size(sum(sizes))} in {st['files']} files "
-            f"({format_size(st['min'])} .. {format_size(st['max'])})",
+            f"{format_size(sum(sizes), _target)} in {st['files']} files "
+            f"({format_size(st['min'], _target)} .. {format_size(st['max'], _target)})",
         ])
     return rows
 
@@ -98,18 +109,19 @@ def layout_problems(layout: Layout, max_small_files_per_partition: Optional[int]
         label = part or "(unpartitioned)"
         if max_small_files_per_partition is not None:
             if small is None:
-                raise ValueError("sized_file_layout: no small_file_limit known for this table; "
+                raise ConfigError("sized_file_layout: no small_file_limit known for this table; "
                                  "pass small_file_limit to the test")
             n_small = sum(1 for f in files if f.bytes < small)
             if n_small > int(max_small_files_per_partition):
-                problems.append([label, f"{n_small} files below {format_size(small)} "
+                problems.append([label, f"{n_small} files below {format_size(small, target)} "
                                         f"(allowed {max_small_files_per_partition})"])
         if max_file_size_ratio is not None:
             if target is None:
-                raise ValueError("sized_file_layout: no target_file_size known for this table; "
+                raise ConfigError("sized_file_layout: no target_file_size known for this table; "
                                  "pass target_file_size to the test")
             biggest = max(f.bytes for f in files)
             if biggest > float(max_file_size_ratio) * target:
-                problems.append([label, f"largest file {format_size(biggest)} is above "
-                                        f"{max_file_size_ratio} x target {format_size(target)}"])
+                problems.append([label, f"largest file {format_size(biggest, target)} is above "
+                                        f"{max_file_size_ratio} x target "
+                                        f"{format_size(target, target)}"])
     return problems

@@ -42,16 +42,29 @@ def parse_size(value: Union[int, float, str], key: str = "size") -> int:
     )
 
 
-def format_size(num_bytes: Optional[float]) -> str:
-    """'1.5 MiB' style, binary units, for logs and reports."""
+def binary_units(size: Optional[int]) -> bool:
+    """Whether a size the user wrote is in binary units: a whole number of KiB that is not a
+    whole number of KB ('1GiB', '256KiB', 1048576), as opposed to '128MB' or '256KB'."""
+    return bool(size) and size % 1024 == 0 and size % 1000 != 0
+
+
+def format_size(num_bytes: Optional[float], like: Optional[int] = None) -> str:
+    """'256 KB', '1.5 MB' for logs and reports: decimal units (MB = 1000², as the
+    config's '128MB'), or binary ('1.5 MiB') when `like`, the size the user wrote (the
+    table's target), is in binary units; '.0' is left out."""
     if num_bytes is None:
         return "-"
+    step, units = (1024, ("B", "KiB", "MiB", "GiB", "TiB")) if binary_units(like) \
+        else (1000, ("B", "KB", "MB", "GB", "TB"))
     value = float(num_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
+    for unit in units:
+        if abs(value) < step or unit == units[-1]:
+            if unit == "B":
+                return f"{int(value)} B"
+            text = f"{value:.1f}"
+            return f"{text[:-2] if text.endswith('.0') else text} {unit}"
+        value /= step
+    return f"{value:.1f} {units[-1]}"  # not reached
 
 
 def format_count(n: int) -> str:

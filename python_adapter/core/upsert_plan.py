@@ -56,6 +56,7 @@ class UpsertPlan:
     ranges: Tuple[InsertRange, ...]
     weights: Dict[int, Tuple[str, float]]   # slot -> (partition, estimated bytes)
     summary: Dict[str, int]
+    rows: Dict[str, int]                    # rows inserted, updated, deleted (by key)
 
     @property
     def rewrites(self) -> Tuple[Slot, ...]:
@@ -105,7 +106,20 @@ def plan_upsert(groups: Iterable[TagGroup], file_bytes: Mapping[str, int],
     weights = {s.slot: (s.partition, (file_bytes[s.file] if s.file else 0)
                         + (s.inserts + s.updates) * sizing.bytes_per_row) for s in slots}
     return UpsertPlan(tuple(slots), _insert_ranges(slots, inserts_by_part), weights,
-                      summarize(plans))
+                      summarize(plans), row_changes(groups))
+
+
+def row_changes(groups: Iterable[TagGroup]) -> Dict[str, int]:
+    """Rows the batch inserts, updates and deletes, by key: a row whose key the table holds
+    updates it (also when it changes partition) or deletes it; a delete of a key the table
+    does not hold changes nothing."""
+    out = {"inserted": 0, "updated": 0, "deleted": 0}
+    for g in groups:
+        if g.file is not None:
+            out["deleted" if g.deleted else "updated"] += g.rows
+        elif not g.deleted:
+            out["inserted"] += g.rows
+    return out
 
 
 def _insert_ranges(slots, inserts_by_part):

@@ -193,6 +193,20 @@ class HadoopFS:
             except FileNotFoundError:
                 pass
 
+    def drop_checksums_below(self, directory: str) -> int:
+        """Delete every `.<name>.crc` side file below a local directory (a table written
+        before checksums were turned off); returns how many. Other schemes: none."""
+        local = local_path(directory)
+        if local is None:
+            return 0
+        dropped = 0
+        for root, _dirs, files in os.walk(local):
+            for name in files:
+                if name.startswith(".") and name.endswith(".crc"):
+                    os.remove(os.path.join(root, name))
+                    dropped += 1
+        return dropped
+
     def rename(self, src: str, dst: str) -> None:
         """Move src to dst (parent created); raises if the filesystem refuses."""
         self.rename_many([(src, dst)])

@@ -44,12 +44,14 @@ class ClusterResult:
     files_written: int
     bytes: int
     seconds: float
+    target_file_size: int = 0   # the unit family sizes are shown in
 
     @property
     def message(self) -> str:
         return (f"clustering: {self.executed_plans} plan(s), {self.groups} groups, "
                 f"{self.files_replaced} files replaced by {self.files_written} "
-                f"({format_size(self.bytes)}) in {format_duration(self.seconds)}")
+                f"({format_size(self.bytes, self.target_file_size)}) in "
+                f"{format_duration(self.seconds)}")
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,7 @@ def _execute(locked, plan, result: ClusterResult) -> None:
     result.files_replaced += len(removed)
     result.files_written += len(added)
     result.bytes += sum(a.bytes for a in added)
+    result.target_file_size = int(plan.extra.get("target_file_size", 0))
 
 
 def _write_groups(locked, plan, valid, staging):
@@ -187,11 +190,14 @@ def _write_groups(locked, plan, valid, staging):
     # Larger groups: one job each, range-partitioned within the group only, so a file
     # never straddles two groups and each group gives exactly its planned files.
     jobs += [[g] for g in valid if outputs[g] > 1]
+    done = 0
     for job in jobs:
         rel_paths = [f.path for g in job for f in valid[g]]
         df = read_files(spark, locked.proto.location, schema, rel_paths)
-        log(f"clustering {len(rel_paths)} files of {len(job)} group(s) "
-            f"({strategy} on {', '.join(cluster_by)})")
+        first, done = done + 1, done + len(job)
+        which = f"group {first}" if len(job) == 1 else f"groups {first}-{done}"
+        log(f"clustering {which} of {len(valid)}: {len(rel_paths)} files, {strategy} on "
+            f"{', '.join(cluster_by)}")
         if len(job) == 1:
             out = order_rows(df, cluster_by, strategy, outputs[job[0]])
         else:

@@ -62,9 +62,11 @@ def timeline_rows(spark: SparkSession, table: TableRef) -> List[list]:
     """One row per instant of the table, oldest first (TIMELINE_COLUMNS)."""
     _info, fs, location = open_table(spark, table)
     rows = []
-    for inst in Timeline(fs, location).instants():
+    timeline = Timeline(fs, location)
+    target, _small = _written_with(timeline)
+    for inst in timeline.instants():
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(inst.created_at_ms / 1000))
         rows.append([inst.instant, when, inst.action, inst.state, inst.operation,
                      len(inst.added), len(inst.removed), inst.rows_written, inst.bytes_written,
-                     format_size(inst.bytes_written)])
+                     format_size(inst.bytes_written, target)])
     return rows

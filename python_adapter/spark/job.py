@@ -2,12 +2,12 @@
 produced, and the result the dbt layer logs."""
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
 from python_adapter.core.config import SizedConfig
-from python_adapter.core.sizes import format_duration, format_size
+from python_adapter.core.sizes import format_count, format_duration, format_size
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import TableRef
 from python_adapter.table.commit import CommitProtocol
@@ -56,6 +56,21 @@ class WriteJob:
 
 
 @dataclass(frozen=True)
+class RowChanges:
+    """What a write did to the table's rows (an upsert counts by key: a key that changes
+    partition is updated; a delete of a key the table does not hold counts for nothing)."""
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+
+    def text(self) -> str:
+        parts = [f"{format_count(n)} {what}" for n, what in
+                 ((self.inserted, "inserted"), (self.updated, "updated"),
+                  (self.deleted, "deleted")) if n]
+        return ", ".join(parts) or "no rows changed"
+
+
+@dataclass(frozen=True)
 class Staged:
     """What a write's staging step produced, for its transaction."""
     added: List[FileEntry]
@@ -63,29 +78,42 @@ class Staged:
     files_planned: int
     bytes_per_row: Optional[float]
     registered: set                          # partitions that held files before the write
-    changes: Dict[str, int] = field(default_factory=dict)  # rows inserted / updated / deleted
+    files_before: int                        # the table's files before the write
+    changes: RowChanges
 
 
 @dataclass
 class WriteResult:
     operation: str
     instant: str
-    partitions: int
+    partitions: int             # partitions that received files
     files_planned: int
     files_written: int
     files_removed: int
-    rows: int
+    files_before: int
+    rows: int                   # rows in the files written (rewritten files' old rows too)
     bytes: int
     bytes_per_row: float
     seconds: float
+    changes: RowChanges
+    target_file_size: int
+
+    @property
+    def files_after(self) -> int:
+        return self.files_before - self.files_removed + self.files_written
 
     @property
     def message(self) -> str:
-        return (f"{self.operation}: {self.files_written} files, {format_size(self.bytes)}, "
-                f"{self.rows} rows in {self.partitions} partitions")
+        """The model's one summary line."""
+        return (f"{self.operation}: {self.changes.text()}; files {format_count(self.files_before)}"
+                f" -> {format_count(self.files_after)} ({format_count(self.files_written)} "
+                f"written, {format_count(self.files_removed)} replaced), "
+                f"{format_size(self.bytes, like=self.target_file_size)} in "
+                f"{self.partitions} partitions, {format_duration(self.seconds)}")
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "message": self.message}
+        changed = self.changes.inserted + self.changes.updated + self.changes.deleted
+        return {**asdict(self), "message": self.message, "rows_changed": changed}
 
 
 def resolve_names(cfg_cols: Sequence[str], df_cols: Sequence[str]) -> tuple:

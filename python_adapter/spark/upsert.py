@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Set, Tuple
 from urllib.parse import unquote
 
+import pyspark
 from pyspark import StorageLevel, inheritable_thread_target
 from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
@@ -21,7 +22,7 @@ from python_adapter.core.partitions import partition_path
 from python_adapter.core.sizes import format_size
 from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_upsert
 from python_adapter.errors import ConfigError
-from python_adapter.spark.job import Staged, WriteJob, resolve_names
+from python_adapter.spark.job import RowChanges, Staged, WriteJob, resolve_names
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
 from python_adapter.spark.slot_write import FIRST_ROW, SLOT, SlotWrite, cached_size, write_slots
@@ -106,7 +107,7 @@ class KeyCheck:
             finally:
                 self._done.set()
 
-        threading.Thread(target=inheritable_thread_target(run), name="sized-key-check",
+        threading.Thread(target=_in_thread(spark, run), name="sized-key-check",
                          daemon=True).start()
 
     def wait(self) -> None:
@@ -117,6 +118,14 @@ class KeyCheck:
         if self._error is not None:
             raise self._error
         return self._result
+
+
+def _in_thread(spark: SparkSession, fn: Callable[[], None]) -> Callable[[], None]:
+    """fn, to run in a new thread with the session's local properties: pyspark 4 takes the
+    session too (its job tags; without it a warning per call), pyspark 3.5 only fn."""
+    if int(pyspark.__version__.split(".")[0]) >= 4:
+        return inheritable_thread_target(spark)(fn)
+    return inheritable_thread_target(fn)
 
 
 def _union(frames):
@@ -271,7 +280,7 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
         bpr, source = bytes_per_row(job, cached, None)
         bpr = bpr or 1.0
         progress(f"bytes per row {bpr:.1f} B (from {source})")
-        removed_rels, summary = _write_upsert(replace(job, df=cached), key_check, bpr, staging,
+        plan = _write_upsert(replace(job, df=cached), key_check, bpr, staging,
                                               current)
         key_col = key_check.keys[0] if key_check.keys else (
             resolve_names(cfg.unique_key[:1], df.columns)[0] if cfg.unique_key else None)
@@ -282,16 +291,17 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
         if cache:
             cached.unpersist()
     by_path = {f.path: f for f in current}
-    removed = [by_path[r] for r in removed_rels]
-    progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}, "
-             f"rewriting {format_size(sum(f.bytes for f in removed))} of existing files")
+    removed = [by_path[s.file] for s in plan.rewrites]
+    like = cfg.target_file_size
+    progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added), like)}, "
+             f"rewriting {format_size(sum(f.bytes for f in removed), like)} of existing files")
+    summary = plan.summary
     return Staged(added, removed, summary["new_files"] + summary["files_rewritten"], bpr,
-                  {f.partition for f in current})
+                  {f.partition for f in current}, len(current), RowChanges(**plan.rows))
 
 
 def _write_upsert(job, key_check, bpr, staging, current):
-    """Tag, plan and write the slots; returns (the rel paths of the rewritten files, the
-    plan's summary)."""
+    """Tag, plan and write the slots; returns the plan."""
     cfg, progress, keys = job.cfg, job.progress, key_check.keys
     delete_flag = F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False)) \
         if cfg.delete_column else F.lit(False)
@@ -318,17 +328,18 @@ def _write_upsert(job, key_check, bpr, staging, current):
                  f"{summary['inserts_into_new']} into new files, {summary['updates']} rows "
                  f"updated or deleted")
         if plan.slots:
-            write_slots(job.spark, _slot_write(job, plan, tagged, spark_path_of, current,
-                                               keys, staging), progress)
-        return [s.file for s in plan.rewrites], summary
+            write_slots(job.spark, _slot_write(job, plan, tagged, tagger, spark_path_of, current,
+                                               staging), progress)
+        return plan
     finally:
         tagged.unpersist()
 
 
-def _slot_write(job, plan: UpsertPlan, tagged, spark_path_of, current, keys, staging) -> SlotWrite:
+def _slot_write(job, plan: UpsertPlan, tagged, tagger, spark_path_of, current,
+                staging) -> SlotWrite:
     """The rows of every slot (rewritten files' old rows, batch rows bound for them, batch
     rows bound for new files) and how to write them."""
-    spark, pcols = job.spark, job.pcols
+    spark, pcols, keys = job.spark, job.pcols, tagger.keys
     columns = [*job.data_cols, *pcols]
     rewrites = plan.rewrites
     old = keys_df = None
@@ -336,8 +347,7 @@ def _slot_write(job, plan: UpsertPlan, tagged, spark_path_of, current, keys, sta
     if rewrites:
         # Old rows of the rewritten files only: the file list prunes every other file before
         # it is opened.
-        files = read_files(spark, job.proto.location, spark.table(job.table_name).schema,
-                           [s.file for s in rewrites])
+        files = read_files(spark, job.proto.location, tagger.schema, [s.file for s in rewrites])
         files = files.withColumn(FIRST_ROW, F.col("_metadata.row_index") == 0)
         old = with_file_values(spark, files, pcols, {s.file: s.slot for s in rewrites},
                                SLOT).select(*columns, SLOT, FIRST_ROW)

@@ -20,7 +20,8 @@ from python_adapter.spark.catalog import (SparkCatalog, TableInfo, TableRef, cre
                                           describe_table, drop_definition, show_create,
                                           table_location)
 from python_adapter.spark.distribution import distribute
-from python_adapter.spark.job import Progress, Staged, WriteJob, WriteResult, resolve_names
+from python_adapter.spark.job import (Progress, RowChanges, Staged, WriteJob, WriteResult,
+                                      resolve_names)
 from python_adapter.spark.cluster_exec import run_clustering
 from python_adapter.spark.locking import locked_locations, open_table
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
@@ -183,9 +184,10 @@ def _commit_write(job: WriteJob, extra: Optional[dict] = None, define=None) -> W
         operation=job.operation, instant=done.instant,
         partitions=len({a.partition for a in staged.added}), files_planned=staged.files_planned,
         files_written=len(staged.added), files_removed=len(staged.removed),
-        rows=done.rows_written, bytes=done.bytes_written,
-        bytes_per_row=staged.bytes_per_row or 0.0, seconds=job.progress.elapsed)
-    job.progress(f"done: {result.message}, replaced {len(staged.removed)} files")
+        files_before=staged.files_before, rows=done.rows_written, bytes=done.bytes_written,
+        bytes_per_row=staged.bytes_per_row or 0.0, seconds=job.progress.elapsed,
+        changes=staged.changes, target_file_size=cfg.target_file_size)
+    job.progress(f"done: {result.message}")
     return result
 
 
@@ -209,7 +211,8 @@ def _stage(job: WriteJob) -> Staged:
         plan = _plan(replace(job, df=cached))
         progress(f"plan: {len(plan.plans) if plan.plans is not None else '?'} partitions, "
                  f"{plan.total_files or 'Spark-chosen'} files, "
-                 f"target {format_size(cfg.target_file_size)}, distribution {cfg.distribution}")
+                 f"target {format_size(cfg.target_file_size, cfg.target_file_size)}, "
+                 f"distribution {cfg.distribution}")
         if plan.total_rows != 0:
             progress("writing files to staging")
             out = distribute(job.spark, cached, pcols, cfg.distribution, plan.total_files,
@@ -217,7 +220,8 @@ def _stage(job: WriteJob) -> Staged:
             out.write.partitionBy(*pcols).mode("overwrite").parquet(staging)
         key_col = resolve_names(cfg.unique_key[:1], df.columns)[0] if cfg.unique_key else None
         added = staged_entries(job.spark, job.fs, staging, key_col)
-        progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added))}")
+        progress(f"wrote {len(added)} files, "
+                 f"{format_size(sum(a.bytes for a in added), cfg.target_file_size)}")
     finally:
         if cache:  # persist() returns the same object: remember whether we cached it
             cached.unpersist()
@@ -225,7 +229,9 @@ def _stage(job: WriteJob) -> Staged:
     removed = current if full or not pcols else [f for f in current if f.partition in touched]
     # A full refresh may follow a table recreated over files of no table: register everything.
     registered = set() if full else {f.partition for f in current}
-    return Staged(added, removed, plan.total_files, plan.bytes_per_row, registered)
+    rows = sum(max(a.rows, 0) for a in added)
+    return Staged(added, removed, plan.total_files, plan.bytes_per_row, registered, len(current),
+                  RowChanges(inserted=rows))
 
 
 def _rows_to_write(job):

@@ -186,4 +186,5 @@ def migrate_legacy_meta(fs: HadoopFS, location: str, log: Callable[[str], None] 
     old.recover()
     log(f"moving the table's metadata from {legacy} to {new}")
     fs.rename(legacy, new)  # the lock file moves along: we still hold it, at its new place
+    fs.drop_checksums_below(location)  # other engines' directory scans fail on them
     WriterLock(fs, f"{new}/lock", log=log).release()

@@ -13,7 +13,8 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt_common.exceptions import DbtRuntimeError
 
-from python_adapter.api import FS_CLASS, STRATEGIES, embedded_confs
+from python_adapter.api import (FS_CLASS, STRATEGIES, class_archive_confs, embedded_confs,
+                                quiet_logging_confs)
 
 logger = AdapterLogger("SizedSpark")
 
@@ -30,17 +31,20 @@ class SizedSparkConnectionManager(SparkConnectionManager):
     def open(cls, connection):
         creds = connection.credentials
         if creds.is_session and connection.state != "open":
-            # Before dbt-spark's builder starts the JVM: an embedded (local) session gets the
-            # local filesystem that sets permissions without a chmod process per file.
+            # Before dbt-spark's builder starts the JVM: quiet JVM logging, and an embedded
+            # (local) session gets the local filesystem that sets permissions without a chmod
+            # process per file.
             params = dict(creds.server_side_parameters or {})
-            if params.get("spark.hadoop.fs.file.impl") == FS_CLASS:
-                return super().open(connection)  # added by an earlier open
-            added, why_not = embedded_confs(params)
-            if added:
-                creds.server_side_parameters = {**params, **added}
-                logger.debug(f"embedded Spark: file: paths through {FS_CLASS}")
-            else:
-                logger.debug(f"embedded Spark: Hadoop's local filesystem as is ({why_not})")
+            confs = {**params, **quiet_logging_confs(params)}
+            if params.get("spark.hadoop.fs.file.impl") != FS_CLASS:  # not added by an earlier open
+                fast, why_not = embedded_confs(confs)
+                confs.update(fast)
+                logger.debug(f"embedded Spark: file: paths through {FS_CLASS}" if fast else
+                             f"embedded Spark: Hadoop's local filesystem as is ({why_not})")
+            # the driver JVM starts from the classes an earlier start loaded (AppCDS)
+            confs.update(class_archive_confs(confs))
+            if confs != params:
+                creds.server_side_parameters = confs
         return super().open(connection)
 
     def require_session(self, what="sized_incremental"):

@@ -18,6 +18,14 @@ from python_adapter import api
 from python_adapter.errors import SchemaChangeError, SizedError
 
 logger = AdapterLogger("SizedSpark")
+_TEXT, _NUMBER = agate.Text(), agate.Number()
+
+
+def _table(rows, names, numbers):
+    """An agate table with the given columns as numbers and the rest as text: agate would
+    otherwise guess (instant ids as numbers, counts of 0 and 1 as booleans)."""
+    return agate.Table(rows, column_names=names,
+                       column_types=[_NUMBER if n in numbers else _TEXT for n in names])
 
 
 def _engine_call(what, fn, *args, **kwargs):
@@ -93,9 +101,11 @@ class SizedSparkAdapter(SparkAdapter):
                               cluster_by)
         rows = api.layout_rows(layout, small_file_limit=small_file_limit,
                                target_file_size=target_file_size)
-        files = agate.Table(api.file_rows(layout), column_names=api.file_columns(layout)) \
+        counts = {"files", "rows", "bytes", "min_file", "median_file", "max_file", "small_files"}
+        files = _table(api.file_rows(layout), api.file_columns(layout), {"rows", "bytes"}) \
             if layout.cluster_by else None
-        return {"partitions": agate.Table(rows, column_names=api.LAYOUT_COLUMNS), "files": files}
+        return {"partitions": _table(rows, api.LAYOUT_COLUMNS, counts), "files": files,
+                "limits": api.layout_limits_text(layout, small_file_limit, target_file_size)}
 
     @available
     def sized_cluster(self, relation, cluster_by=None, strategy=None, schedule_only=False,
@@ -123,7 +133,7 @@ class SizedSparkAdapter(SparkAdapter):
         """The table's instants (time, action, state, files added / removed, rows, bytes)."""
         spark = self.connections.spark_session("sized_timeline")
         rows = _engine_call("sized_timeline", api.timeline, spark, self._table_ref(relation))
-        return agate.Table(rows, column_names=api.TIMELINE_COLUMNS)
+        return _table(rows, api.TIMELINE_COLUMNS, {"files_added", "files_removed", "rows", "bytes"})
 
     @available
     def sized_rollback(self, relation) -> str:

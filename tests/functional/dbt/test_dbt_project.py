@@ -4,6 +4,7 @@ Spark standalone cluster on loopback (scripts/spark_cluster.sh): the integration
 builds, upserts and clustering keep every row, a crashed run (the process killed
 mid-publish) is recovered, and bad config fails the model with a message naming the key."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -95,6 +96,12 @@ def test_integration_project_builds_and_rebuilds_incrementally(tmp_path, target)
     assert first.returncode == 0, first.stdout[-4000:]
     assert "Completed successfully" in first.stdout
     assert "plan:" in first.stdout and "bytes per row" in first.stdout  # progress is logged
+    # one summary line per model; no Hive, Spark or pyspark noise at dbt's default level
+    assert "inserted; files 0 -> " in first.stdout
+    output = first.stdout + first.stderr
+    for noise in ("Updating partition stats", "HiveConf of name", "Using an existing Spark",
+                  "Tags will not be inherited", "NativeCodeLoader", "[Stage "):
+        assert noise not in output, noise
     log = (project / "logs" / "dbt.log").read_text()
     if target == "embedded":  # files written without a chmod process each (fast_local_fs)
         assert "embedded Spark: file: paths through sizedspark.fs.NioLocalFileSystem" in log
@@ -144,11 +151,13 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
     assert "PASS=2" in rerun.stdout and "ERROR=0" in rerun.stdout  # the model and the test
     assert timeline.returncode == 0, timeline.stdout[-4000:]
     assert timeline.stdout.count("| completed") == 2 and "upsert" in timeline.stdout
+    assert re.search(r"\| 20\d{15} \|", timeline.stdout)  # instant ids as text, copyable
     # cluster the upserted table along a Hilbert curve: every row stays, exactly once
     assert clustered.returncode == 0, clustered.stdout[-4000:]
     assert "clustering: 1 plan(s)" in clustered.stdout
     assert check2.returncode == 0, check2.stdout[-4000:]
     assert "value_min" in layout.stdout and "payload_max" in layout.stdout
+    assert "target 32 KB, small-file limit 25 KB" in layout.stdout  # in the units written
     assert out.returncode == 0, out.stdout[-4000:]
     html = report.read_text()
     assert "day=2025-03-01" in html and "hilbert" in html and "http" not in html

@@ -189,7 +189,10 @@ def test_a_table_of_an_earlier_version_is_moved_to_the_new_layout(spark, schema)
     fs = HadoopFS(spark)
     location = fs.qualify(describe_table(spark, table).location)
     new_meta, old_meta = meta_dir_of(location), legacy_meta_dir_of(location)
-    fs.rename(new_meta, old_meta)  # as an earlier version left it
+    fs.rename(new_meta, old_meta)  # as an earlier version left it, with checksum files
+    crc = os.path.join(local_dir(location), "p=1", ".part-old.parquet.crc")
+    with open(crc, "wb") as fh:
+        fh.write(b"crc")
     # ... with a crashed write of that version: requested, some files published
     old = CommitProtocol(fs, location, log=lambda m: None, meta_dir=old_meta)
     crashed = old.request("insert_overwrite", ["p"])
@@ -211,3 +214,4 @@ def test_a_table_of_an_earlier_version_is_moved_to_the_new_layout(spark, schema)
     table_dir = local_dir(location)
     assert all(".sized" not in p for p in parquet_files(table_dir))
     assert not [p for p in os.listdir(table_dir) if p.startswith(".")]
+    assert not os.path.exists(crc)

@@ -21,7 +21,11 @@ def test_parse_size_rejects_nonsense_naming_the_key(bad):
 
 def test_format_size_and_duration_are_human():
     assert format_size(512) == "512 B"
-    assert format_size(128 * 1024 * 1024) == "128.0 MiB"
+    # in the unit family the user wrote the target in: '256KB' stays '256 KB'
+    assert format_size(256_000) == format_size(256_000, like=256_000) == "256 KB"
+    assert format_size(1_500_000, like=128_000_000) == "1.5 MB"
+    assert format_size(128 * 1024 * 1024, like=1024**3) == "128 MiB"
+    assert format_size(262_144, like=256 * 1024) == "256 KiB"
     assert format_duration(0.25) == "250ms"
     assert format_duration(12.34) == "12.3s"
     assert format_duration(245) == "4m05s"
@@ -31,7 +35,7 @@ def test_defaults_follow_design():
     cfg = parse_config({})
     assert cfg.target_file_size == 128_000_000
     assert cfg.small_file_limit == 100_000_000
-    assert cfg.distribution == "range"
+    assert cfg.distribution == "exact"  # the default writes the ideal file count
     assert cfg.incremental_strategy == "insert"
     assert parse_config({"unique_key": "id"}).incremental_strategy == "upsert"
     assert parse_config({"unique_key": ["a", "b"]}).unique_key == ("a", "b")

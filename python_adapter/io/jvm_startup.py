@@ -1,0 +1,78 @@
+"""A faster start of the driver JVM: class data sharing (AppCDS) for Spark's classes.
+
+Every dbt command starts a JVM that loads Spark's, Hive's and DataNucleus's classes again
+before its first model (benchmarks/README.md, "Start-up"). Java 13+ can write the classes a
+run loaded to an archive at exit (`-XX:ArchiveClassesAtExit`) and map it at the next start
+(`-XX:SharedArchiveFile`). The archive is kept per user, keyed by the java binary and the
+jars on the classpath; each writer writes its own file, which a later start takes as the
+archive once it is complete. A stale or foreign archive is ignored by the JVM
+(`-Xshare:auto`), and an older JVM ignores the options (`IgnoreUnrecognizedVMOptions`). The
+JVM's own CDS warnings are turned off (`-Xlog:disable`); they say nothing a dbt user acts on.
+"""
+import glob
+import hashlib
+import os
+import shutil
+import time
+from typing import Dict, Mapping, Optional
+
+from python_adapter.io.fast_local_fs import CLASSPATH, cache_dir, spark_jars_dir
+
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+OFF = "SIZED_SPARK_NO_CLASS_ARCHIVE"   # set to anything: start the JVM as Spark does
+# seconds without a change after which a written archive is taken as complete (the JVM
+# writes it in one go at exit, a few seconds for Spark's ~180 MB of classes)
+_WRITTEN_AFTER = 15
+
+
+def _archive(confs: Mapping[str, str], env: Mapping[str, str]) -> Optional[str]:
+    """The archive's path for this java and classpath, None when there is no java."""
+    java = shutil.which("java", path=env.get("PATH")) if not env.get("JAVA_HOME") else \
+        os.path.join(env["JAVA_HOME"], "bin", "java")
+    if not java or not os.path.exists(java):
+        return None
+    jars = spark_jars_dir(env)
+    names = sorted(os.path.basename(p) for p in glob.glob(os.path.join(jars, "*.jar")))
+    key = "\0".join([os.path.realpath(java), jars, str(confs.get(CLASSPATH, "")), *names])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return os.path.join(cache_dir(env), f"spark-classes-{digest}.jsa")
+
+
+def _state(archive: str) -> str:
+    """'ready' (after taking a finished archive another start wrote), 'writing' (another start
+    writes one: start as Spark does, not write a second) or 'none'."""
+    if os.path.exists(archive):
+        return "ready"
+    now = time.time()
+    for written in glob.glob(f"{archive}.*"):
+        if now - os.path.getmtime(written) <= _WRITTEN_AFTER:
+            return "writing"
+        if os.path.getsize(written) > 0:
+            os.replace(written, archive)
+            return "ready"
+    return "none"
+
+
+def class_archive_confs(confs: Mapping[str, str],
+                        env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The driver options to add to a session's confs before its JVM starts: map the archive
+    when there is one, else write one at exit. {} when the profile manages CDS itself, off
+    POSIX, or when SIZED_SPARK_NO_CLASS_ARCHIVE is set."""
+    env = os.environ if env is None else env
+    options = str(confs.get(JAVA_OPTIONS, "") or "")
+    if os.name != "posix" or env.get(OFF) or "SharedArchive" in options \
+            or "ArchiveClassesAtExit" in options or "-Xshare" in options:
+        return {}
+    archive = _archive(confs, env)
+    if archive is None:
+        return {}
+    os.makedirs(os.path.dirname(archive), exist_ok=True)
+    state = _state(archive)
+    if state == "writing":
+        return {}
+    if state == "ready":
+        added = f"-XX:SharedArchiveFile={archive} -Xshare:auto"
+    else:
+        added = f"-XX:ArchiveClassesAtExit={archive}.{os.getpid()}"
+        open(added.split("=", 1)[1], "wb").close()  # claimed: other starts do not write too
+    return {JAVA_OPTIONS: f"{options} -XX:+IgnoreUnrecognizedVMOptions {added} -Xlog:disable".strip()}

@@ -1,0 +1,43 @@
+"""The driver JVM's class archive (io/jvm_startup.py): written at the first start, mapped at
+the next ones, never fighting a profile that manages class data sharing itself."""
+import os
+import time
+
+import pytest
+
+from python_adapter.io.jvm_startup import JAVA_OPTIONS, OFF, class_archive_confs
+
+
+@pytest.fixture
+def env(tmp_path):
+    return {"PATH": os.environ["PATH"], "XDG_CACHE_HOME": str(tmp_path)}
+
+
+def _options(env, confs=None):
+    return class_archive_confs(confs or {JAVA_OPTIONS: "-Dx=1"}, env).get(JAVA_OPTIONS, "")
+
+
+def test_the_first_start_writes_its_own_archive_and_later_ones_map_it(env, tmp_path):
+    first = _options(env)
+    assert first.startswith("-Dx=1 ") and "-XX:+IgnoreUnrecognizedVMOptions" in first
+    written = first.split("-XX:ArchiveClassesAtExit=")[1].split()[0]
+    assert written.endswith(f".{os.getpid()}") and written.startswith(str(tmp_path))
+    with open(written, "wb") as fh:  # as the JVM leaves it at exit
+        fh.write(b"archive")
+    assert _options(env) == ""  # maybe still being written: start as Spark does meanwhile
+    old = time.time() - 600
+    os.utime(written, (old, old))
+    mapped = _options(env)
+    archive = written.rsplit(".", 1)[0]
+    assert f"-XX:SharedArchiveFile={archive} -Xshare:auto" in mapped and "-Xlog:disable" in mapped
+    assert os.path.exists(archive) and not os.path.exists(written)
+
+
+@pytest.mark.parametrize("theirs", ["-Xshare:off", "-XX:SharedArchiveFile=/x.jsa",
+                                    "-XX:ArchiveClassesAtExit=/y.jsa"])
+def test_a_profile_that_manages_class_sharing_keeps_its_own(env, theirs):
+    assert class_archive_confs({JAVA_OPTIONS: theirs}, env) == {}
+
+
+def test_it_can_be_turned_off(env):
+    assert class_archive_confs({}, {**env, OFF: "1"}) == {}
