@@ -23,6 +23,7 @@ from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.cluster_exec import ClusterResult, run_clustering
 from python_adapter.spark.describe import TIMELINE_COLUMNS, read_layout, timeline_rows
 from python_adapter.spark.job import WriteResult
+from python_adapter.spark.locking import unlock_table
 from python_adapter.spark.repair import RepairResult, repair_table
 from python_adapter.spark.rollback import recover_table, rollback_last_commit
 from python_adapter.spark.table_files import unreadable_file
@@ -30,7 +31,7 @@ from python_adapter.spark.writer import write_dataframe
 
 __all__ = ["TableRef", "SizedConfig", "parse_config", "write_model", "write_dataframe",
            "layout", "layout_rows", "layout_limits_text", "file_rows", "file_columns", "layout_problems",
-           "LAYOUT_COLUMNS", "timeline", "TIMELINE_COLUMNS", "rollback", "recover", "repair",
+           "LAYOUT_COLUMNS", "timeline", "TIMELINE_COLUMNS", "rollback", "recover", "repair", "unlock",
            "cluster", "report", "WriteResult", "ClusterResult", "RepairResult", "Layout",
            "STRATEGIES", "FS_CLASS", "embedded_confs", "quiet_logging_confs",
            "class_archive_confs"]
@@ -111,6 +112,11 @@ def cluster(spark: SparkSession, table: TableRef, cluster_by: Optional[Sequence[
     given = {_CLUSTER_OPTIONS.get(k, k): v for k, v in (options or {}).items() if v is not None}
     return run_clustering(spark, table, cluster_by, strategy or "linear",
                           schedule_only=schedule_only, log=log, **given)
+
+
+def unlock(spark: SparkSession, table: TableRef, force: bool = False) -> str:
+    """Who holds the table's writer lock; with force, break it."""
+    return unlock_table(spark, table, force)
 
 
 def report(spark: SparkSession, table: TableRef, path: str,

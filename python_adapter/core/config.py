@@ -6,7 +6,7 @@ Pure: takes the raw config dict dbt hands over, returns a frozen `SizedConfig`, 
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
-from python_adapter.core.sizes import parse_size
+from python_adapter.core.sizes import parse_duration, parse_size
 from python_adapter.errors import ConfigError
 
 STRATEGIES = ("upsert", "insert", "insert_overwrite")
@@ -14,6 +14,9 @@ DISTRIBUTIONS = ("range", "exact", "hash", "none")
 # exact writes the ideal file count (at most one small file per partition); range may write up
 # to one file more per partition (docs/design.md, Algorithms 2)
 DEFAULT_DISTRIBUTION = "exact"
+# A writer lock not renewed (every few seconds, while its writer works) for this long is
+# stale on any host.
+DEFAULT_LOCK_LEASE = 300.0
 CLUSTER_STRATEGIES = ("linear", "zorder", "hilbert")
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
 FILE_FORMATS = ("parquet",)
@@ -45,6 +48,8 @@ class SizedConfig:
     on_schema_change: str = "ignore"
     index_scope: str = "global"
     file_format: str = "parquet"
+    lock_lease: float = DEFAULT_LOCK_LEASE     # seconds a writer lock lives without renewal
+    lock_timeout: float = 0.0                  # seconds a writer waits for a held lock
     extra: dict = field(default_factory=dict, compare=False)
 
 
@@ -73,6 +78,18 @@ def _size(key, value, default=None):
         return parse_size(value, key)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def _duration(key, value, default, minimum=0.0):
+    if value is None:
+        return default
+    try:
+        seconds = parse_duration(value, key)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if seconds < minimum:
+        raise ConfigError(f"{key}: must be at least {minimum:g}s, got {value!r}")
+    return seconds
 
 
 def _positive_int(key, value, allow_zero=False):
@@ -153,6 +170,8 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
                                  ON_SCHEMA_CHANGE, "ignore"),
         index_scope=_choice("index_scope", raw.get("index_scope"), INDEX_SCOPES, "global"),
         file_format=file_format,
+        lock_lease=_duration("lock_lease", raw.get("lock_lease"), DEFAULT_LOCK_LEASE, minimum=1),
+        lock_timeout=_duration("lock_timeout", raw.get("lock_timeout"), 0.0),
     )
 
 

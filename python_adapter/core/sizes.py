@@ -67,6 +67,22 @@ def format_size(num_bytes: Optional[float], like: Optional[int] = None) -> str:
     return f"{value:.1f} {units[-1]}"  # not reached
 
 
+_DURATION_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)?\s*$")
+_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
+
+
+def parse_duration(value: Union[int, float, str], key: str = "duration") -> float:
+    """Seconds from a number (seconds) or a string such as '30s', '5m', '1h', '500ms'."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    if isinstance(value, str):
+        match = _DURATION_RE.match(value)
+        if match:
+            return float(match.group(1)) * _SECONDS[match.group(2)]
+    raise ValueError(f"{key}: cannot read {value!r} as a duration; use seconds or a number with "
+                     f"a unit (ms, s, m, h), e.g. '5m'")
+
+
 def format_count(n: int) -> str:
     """'12,345': counts in logs and messages."""
     return f"{n:,}"

@@ -13,6 +13,7 @@ from python_adapter.errors import WriteError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import SparkCatalog, TableInfo, TableRef, describe_table
 from python_adapter.table.commit import CommitProtocol
+from python_adapter.table.lock import LockOptions, WriterLock, break_lock, describe_holder
 
 
 def open_table(spark: SparkSession, table: TableRef, info: Optional[TableInfo] = None
@@ -27,8 +28,8 @@ def open_table(spark: SparkSession, table: TableRef, info: Optional[TableInfo] =
 
 @contextmanager
 def locked_locations(spark: SparkSession, table: TableRef, operation: str,
-                     locations: Sequence[str], log: Callable[[str], None] = print
-                     ) -> Iterator[List[CommitProtocol]]:
+                     locations: Sequence[str], log: Callable[[str], None] = print,
+                     lock: LockOptions = LockOptions()) -> Iterator[List[CommitProtocol]]:
     """Yields [CommitProtocol] for the table's locations (qualified; the first is where the
     write goes), each with its writer lock held and its unfinished instants rolled back."""
     fs = HadoopFS(spark)
@@ -36,7 +37,7 @@ def locked_locations(spark: SparkSession, table: TableRef, operation: str,
     held = []
     try:
         for proto in sorted(protos, key=lambda p: p.location):  # one order: no deadlock
-            proto.acquire_lock(operation)
+            proto.acquire_lock(operation, lock)
             held.append(proto)
         rolled = []
         for proto in protos:
@@ -55,11 +56,28 @@ def locked_locations(spark: SparkSession, table: TableRef, operation: str,
 
 @contextmanager
 def locked_table(spark: SparkSession, table: TableRef, operation: str,
-                 log: Callable[[str], None] = print, info: Optional[TableInfo] = None
+                 log: Callable[[str], None] = print, info: Optional[TableInfo] = None,
+                 lock: LockOptions = LockOptions()
                  ) -> Iterator[Tuple[TableInfo, HadoopFS, CommitProtocol]]:
     """Yields (info, fs, proto) of an existing table with the writer lock held and
     recovery done."""
     info, fs, location = open_table(spark, table, info)
-    with locked_locations(spark, table, operation, [location], log=log) as (proto,):
+    with locked_locations(spark, table, operation, [location], log=log, lock=lock) as (proto,):
         info = describe_table(spark, table) or info
         yield info, fs, proto
+
+
+def unlock_table(spark: SparkSession, table: TableRef, force: bool = False) -> str:
+    """Who holds the table's writer lock (host, pid, operation, age, lease); with force,
+    break it: the next write rolls back the holder's unfinished instant."""
+    _info, fs, location = open_table(spark, table)
+    path = CommitProtocol(fs, location).lock_path
+    holder = WriterLock(fs, path).read() if fs.exists(path) else {}
+    if not holder and not fs.exists(path):
+        return f"{table.quoted} is not locked"
+    shown = describe_holder(holder, path) if holder else f"an unreadable lock; lock file {path}"
+    if not force:
+        return f"{table.quoted} is locked by {shown}. Add force: true to break the lock"
+    break_lock(fs, path)
+    return (f"broke the writer lock of {table.quoted} ({shown}); the next write rolls back "
+            f"its unfinished work")

@@ -28,6 +28,7 @@ from python_adapter.spark.schema_change import apply_schema_change, needs_new_de
 from python_adapter.spark.staging import bytes_per_row, staged_entries
 from python_adapter.spark.upsert import stage_upsert, validate_keys
 from python_adapter.table.faults import fault_point
+from python_adapter.table.lock import LockOptions
 from python_adapter.table.files import current_files
 from python_adapter.table.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
                                            PREVIOUS_TYPE, Timeline, meta_dir_of)
@@ -56,8 +57,9 @@ def _write_locked(job: WriteJob, full_refresh: bool) -> WriteResult:
         existing = _table_or_none(spark, table)
         here = fs.qualify(existing.location) if existing is not None else None
         operation = "full_refresh" if full_refresh or existing is None else cfg.incremental_strategy
+        lock = LockOptions(lease=cfg.lock_lease, timeout=cfg.lock_timeout)
         with locked_locations(spark, table, operation, [target] + [here] * (here is not None),
-                              log=job.progress) as protos:
+                              log=job.progress, lock=lock) as protos:
             existing = describe_table(spark, table)  # recovery may have restored or dropped it
             now = fs.qualify(existing.location) if existing is not None else None
             if now is not None and now not in (target, here):

@@ -12,7 +12,7 @@ from typing import Callable, Collection, Iterable, List, Optional, Sequence
 
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.faults import fault_point
-from python_adapter.table.lock import WriterLock
+from python_adapter.table.lock import LockOptions, WriterLock
 from python_adapter.table.timeline import (FileEntry, Instant, Timeline, legacy_meta_dir_of,
                                      new_instant_id)
 
@@ -39,9 +39,9 @@ class CommitProtocol:
         return f"{self.location}/{rel_path}"
 
     # -- lock ----------------------------------------------------------------------------
-    def acquire_lock(self, operation: str) -> None:
+    def acquire_lock(self, operation: str, options: LockOptions = LockOptions()) -> None:
         migrate_legacy_meta(self.fs, self.location, self.log)
-        self.lock.acquire(operation)
+        self.lock.acquire(operation, options)
         self.timeline.hold(True)
 
     def release_lock(self) -> None:
@@ -128,6 +128,7 @@ class CommitProtocol:
         return inflight
 
     def publish(self, inflight: Instant) -> None:
+        self.lock.ensure_held()
         moves = [(self.final_path(e.path), e.moved_path) for e in inflight.removed
                  if e.moved_path] + \
                 [(e.moved_path, self.final_path(e.path)) for e in inflight.added if e.moved_path]
@@ -145,6 +146,7 @@ class CommitProtocol:
                 self.fs.delete(path, recursive=False)
 
     def complete(self, inflight: Instant, extra: Optional[dict] = None) -> Instant:
+        self.lock.ensure_held()
         done = inflight.with_state("completed", extra={**inflight.extra, **(extra or {})})
         self.timeline.write(done)
         fault_point("completed")
@@ -185,6 +187,7 @@ def migrate_legacy_meta(fs: HadoopFS, location: str, log: Callable[[str], None] 
     old.lock.acquire("migrate metadata")
     old.recover()
     log(f"moving the table's metadata from {legacy} to {new}")
-    fs.rename(legacy, new)  # the lock file moves along: we still hold it, at its new place
+    old.lock.stop()
+    fs.rename(legacy, new)  # the lock file moves along: no other writer comes in meanwhile
     fs.drop_checksums_below(location)  # other engines' directory scans fail on them
-    WriterLock(fs, f"{new}/lock", log=log).release()
+    fs.delete(f"{new}/lock", recursive=False)

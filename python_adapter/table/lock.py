@@ -1,18 +1,26 @@
 """The table's writer lock: one file, `<meta dir>/lock`, created only if absent.
 
-The file records its holder: host, pid, operation, when it was taken, and on Linux the
-holder process's start time and the machine's boot id. A lock is stale (taken over by the
-next writer, which then rolls back the holder's unfinished instant) when its holder is
-known to be gone: a lock with no readable holder, a process of this host that no longer
-exists, a pid now used by another process (it started after the lock was taken, or at
-another time than the holder), or a holder from before this machine's last boot. Locks of
-other hosts are never guessed stale here.
+The file records its holder: host, pid, operation, when it was taken, on Linux the holder
+process's start time and the machine's boot id, and a lease: the holder renews the lock
+every few seconds while it works (a heartbeat thread), and a lock not renewed within its
+lease is stale whatever host took it. A lock is also stale (taken over by the next
+writer, which then rolls back the holder's unfinished instant) when its holder is known to
+be gone: a lock with no readable holder, a process of this host that no longer exists, a
+pid now used by another process (it started after the lock was taken, or at another time
+than the holder), or a holder from before this machine's last boot. Hosts must agree on the
+time to well within a lease.
+
+A writer that finds the lock held waits up to its `lock_timeout`, then fails naming the
+holder. Before it publishes and before it completes, the holder checks that the lock is
+still its own (a lease that expired while the process was frozen, or a forced unlock).
 """
 import json
 import os
 import socket
+import threading
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable, Optional
 
@@ -21,6 +29,20 @@ from python_adapter.errors import LockError
 from python_adapter.io.fs import HadoopFS
 
 _HELD = {}  # lock path -> token, for the locks this process holds right now
+
+
+@dataclass(frozen=True)
+class LockOptions:
+    """lease: seconds a lock stays valid without renewal; timeout: seconds a writer waits
+    for a held lock (0: fail at once); poll: seconds between looks while waiting."""
+    lease: float = 300.0
+    timeout: float = 0.0
+    poll: float = 2.0
+
+    @property
+    def heartbeat(self) -> float:
+        """Seconds between renewals: a few per lease, at most every 10 s."""
+        return max(0.2, min(self.lease / 4, 10.0))
 
 
 def _read(path):
@@ -69,13 +91,23 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def holder_record(operation: str) -> dict:
+def holder_record(operation: str, lease: float = LockOptions.lease) -> dict:
     now = time.time()
     pid = os.getpid()
     return {"host": socket.gethostname(), "pid": pid, "operation": operation,
             "since": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)),
             "since_ms": int(now * 1000), "boot_id": boot_id(), "process_start": process_start(pid),
-            "token": uuid.uuid4().hex}
+            "token": uuid.uuid4().hex, "lease_ms": int(lease * 1000),
+            "renewed_ms": int(now * 1000)}
+
+
+def lease_left(holder: dict, now_ms: Optional[int] = None) -> Optional[float]:
+    """Seconds the holder's lease has left (negative: expired), None for a lock without one
+    (written by an earlier version)."""
+    if not isinstance(holder.get("lease_ms"), int) or not isinstance(holder.get("renewed_ms"), int):
+        return None
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    return (holder["renewed_ms"] + holder["lease_ms"] - now_ms) / 1000
 
 
 def _since_ms(holder):
@@ -91,6 +123,9 @@ def stale_reason(holder: dict, lock_path: str) -> Optional[str]:
     """Why the holder of a lock is known to be gone, or None when it may still be working."""
     if not holder or "pid" not in holder or "host" not in holder:
         return "the lock records no holder"
+    left = lease_left(holder)
+    if left is not None and left < 0:
+        return f"its lease expired {format_duration(-left)} ago"
     if holder["host"] != socket.gethostname():
         return None
     try:
@@ -119,8 +154,11 @@ def stale_reason(holder: dict, lock_path: str) -> Optional[str]:
 def describe_holder(holder: dict, lock_path: str) -> str:
     since = _since_ms(holder)
     age = f", {format_duration(time.time() - since / 1000)} ago" if since else ""
+    left = lease_left(holder)
+    lease = "" if left is None else (f", lease expires in {format_duration(left)}" if left >= 0
+                                      else f", lease expired {format_duration(-left)} ago")
     return (f"host {holder.get('host')}, pid {holder.get('pid')}, {holder.get('operation')} "
-            f"since {holder.get('since')}{age}; lock file {lock_path}")
+            f"since {holder.get('since')}{age}{lease}; lock file {lock_path}")
 
 
 class WriterLock:
@@ -128,29 +166,92 @@ class WriterLock:
 
     def __init__(self, fs: HadoopFS, path: str, log: Callable[[str], None] = print) -> None:
         self.fs, self.path, self.log = fs, path, log
+        self._beat: Optional[threading.Event] = None
+        self._holder: dict = {}
+        self._mutex = threading.Lock()  # a renewal never races the release
 
-    def acquire(self, operation: str) -> None:
-        holder = holder_record(operation)
+    def acquire(self, operation: str, options: LockOptions = LockOptions()) -> None:
+        """Take the lock, waiting up to options.timeout for a holder to finish; LockError
+        names the holder when it does not."""
+        deadline = time.monotonic() + options.timeout
+        waited = False
+        while True:
+            holder = holder_record(operation, options.lease)
+            current = self._try_take(holder)
+            if current is None:
+                _HELD[self.path] = holder["token"]
+                self._holder = holder
+                self._start_heartbeat(options)
+                return
+            if time.monotonic() >= deadline:
+                raise LockError(
+                    f"the table is being written by another writer "
+                    f"({describe_holder(current, self.path)})"
+                    f"{f'; waited {format_duration(options.timeout)}' if waited else ''}. Try "
+                    f"again when it has finished, or set lock_timeout to wait for it. If that "
+                    f"writer is known to be gone, break its lock: dbt run-operation sized_unlock "
+                    f"--args '{{relation: <schema.table>, force: true}}' (or delete the lock "
+                    f"file); the next write rolls back its unfinished work")
+            if not waited:
+                self.log(f"waiting up to {format_duration(options.timeout)} for the writer lock "
+                         f"({describe_holder(current, self.path)})")
+                waited = True
+            time.sleep(min(options.poll, max(0.0, deadline - time.monotonic())))
+
+    def _try_take(self, holder: dict) -> Optional[dict]:
+        """None when the lock was taken for `holder` (a stale one taken over), else the
+        current holder's record."""
         for _attempt in range(2):
             try:
                 self.fs.write_bytes(self.path, json.dumps(holder).encode(), overwrite=False)
-                _HELD[self.path] = holder["token"]
-                return
-            except Exception as exc:  # the Hadoop FS raises FileAlreadyExistsException via py4j
+                return None
+            except Exception:  # the Hadoop FS raises FileAlreadyExistsException via py4j
                 if not self.fs.exists(self.path):
                     raise
                 current = self.read()
                 why = stale_reason(current, self.path)
                 if why is None:
-                    raise LockError(
-                        f"the table is being written by another writer ({describe_holder(current, self.path)}). "
-                        f"Try again when it has finished. If that writer is known to be gone "
-                        f"(its host was lost), delete the lock file: the next write rolls back "
-                        f"its unfinished work") from exc
+                    return current
                 self.log(f"recovering stale writer lock of pid {current.get('pid')} on "
                          f"{current.get('host')} ({why})")
                 self.fs.delete(self.path, recursive=False)
-        raise LockError(f"could not take the writer lock {self.path}")
+        return self.read() or {"host": "?", "pid": "?", "operation": "?"}
+
+    def _start_heartbeat(self, options: LockOptions) -> None:
+        stop = self._beat = threading.Event()
+
+        def beat():
+            while not stop.wait(options.heartbeat):
+                try:
+                    if not self._renew():
+                        return
+                except Exception as exc:  # a missed beat is renewed by the next one
+                    self.log(f"could not renew the writer lock {self.path} ({exc})")
+
+        threading.Thread(target=beat, name="sized-lock-heartbeat", daemon=True).start()
+
+    def _renew(self) -> bool:
+        """Renew the lease; False (and stop) when the lock is no longer ours."""
+        with self._mutex:
+            if self._beat is None or self._beat.is_set():
+                return False  # released meanwhile
+            if self.read().get("token") != self._holder.get("token"):
+                self.log(f"the writer lock {self.path} was taken over; this write will not "
+                         f"commit")
+                return False
+            self._holder = {**self._holder, "renewed_ms": int(time.time() * 1000)}
+            self.fs.write_bytes(self.path, json.dumps(self._holder).encode(), overwrite=True)
+            return True
+
+    def ensure_held(self) -> None:
+        """LockError unless the lock file is still this holder's (checked before publishing
+        and before completing: a lease that expired, or a forced unlock, means another
+        writer may be rolling this write back)."""
+        current = self.read()
+        if current.get("token") != self._holder.get("token"):
+            raise LockError(f"the writer lock {self.path} is no longer this writer's "
+                            f"({describe_holder(current, self.path) if current else 'no lock'}); "
+                            f"nothing was published by this write")
 
     def read(self) -> dict:
         try:
@@ -161,9 +262,27 @@ class WriterLock:
         except Exception:  # py4j: the file vanished between exists() and the read
             return {}
 
+    def stop(self) -> None:
+        """Stop renewing and forget the hold, the lock file left as it is (it is moved, or
+        deleted by the caller)."""
+        with self._mutex:
+            if self._beat is not None:
+                self._beat.set()
+            _HELD.pop(self.path, None)
+
     def release(self) -> None:
-        _HELD.pop(self.path, None)
-        self.fs.delete(self.path, recursive=False)
+        self.stop()
+        if self.read().get("token") == self._holder.get("token"):
+            self.fs.delete(self.path, recursive=False)
+
+
+def break_lock(fs: HadoopFS, path: str) -> dict:
+    """Delete a lock file whatever holds it (sized_unlock with force); returns the holder's
+    record ({} when there was no lock)."""
+    holder = WriterLock(fs, path).read() if fs.exists(path) else {}
+    if fs.exists(path):
+        fs.delete(path, recursive=False)
+    return holder
 
 
 def forget_held_locks() -> None:

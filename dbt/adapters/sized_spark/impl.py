@@ -159,6 +159,13 @@ class SizedSparkAdapter(SparkAdapter):
                             log=logger.info).message
 
     @available
+    def sized_unlock(self, relation, force: bool = False) -> str:
+        """Who holds the table's writer lock and its lease; with force, break the lock."""
+        spark = self.connections.spark_session("sized_unlock")
+        return _engine_call("sized_unlock", api.unlock, spark, self._table_ref(relation),
+                            bool(force))
+
+    @available
     def sized_report(self, relation, path: str) -> str:
         """Write a self-contained HTML report of the table to `path`; returns the path."""
         spark = self.connections.spark_session("sized_report")

@@ -154,8 +154,8 @@ def test_a_live_holder_keeps_its_lock_and_the_error_says_how_to_break_it(spark, 
     holder = {**lock.holder_record("upsert"), "pid": other_process,
               "process_start": lock.process_start(other_process)}
     fs.write_bytes(path, json.dumps(holder).encode())
-    with pytest.raises(LockError, match=f"pid {other_process}, upsert since .* ago; lock file "
-                                        f"{path}.*delete the lock file"):
+    with pytest.raises(LockError, match=f"pid {other_process}, upsert since .* ago, lease "
+                                        f"expires in .*; lock file {path}.*sized_unlock"):
         write_dataframe(spark, events(days=2, tag="v2"), table, CFG, **QUIET)
     assert fs.exists(path)
     fs.delete(path)

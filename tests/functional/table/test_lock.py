@@ -1,0 +1,104 @@
+"""Writer leases across hosts: a lock not renewed within its lease is stale whatever host
+took it; a holder renews it while it works; a writer waits up to lock_timeout; a writer
+whose lock was taken over publishes nothing; sized_unlock shows and breaks a lock."""
+import json
+import threading
+import time
+
+import pytest
+
+from python_adapter import api
+from python_adapter.core.config import parse_config
+from python_adapter.errors import LockError
+from python_adapter.io.fs import HadoopFS
+from python_adapter.spark.catalog import TableRef, describe_table
+from python_adapter.spark.writer import write_dataframe
+from python_adapter.table.commit import CommitProtocol
+from python_adapter.table.lock import LockOptions, holder_record
+from python_adapter.table.timeline import Timeline, meta_dir_of
+from tests.functional.helpers import rows_of, rows_of_df
+
+QUIET = dict(log=lambda m: None)
+
+
+def _cfg(**extra):
+    return parse_config({"partition_by": ["day"], "incremental_strategy": "insert_overwrite",
+                         "target_file_size": 16_000, **extra})
+
+
+def _lock_file(spark, table):
+    fs = HadoopFS(spark)
+    location = fs.qualify(describe_table(spark, table).location)
+    return fs, location, f"{meta_dir_of(location)}/lock"
+
+
+def _other_host(renewed_ago, lease=60.0):
+    holder = holder_record("upsert", lease)
+    now = int(time.time() * 1000)
+    return {**holder, "host": "another-host", "pid": 4242, "renewed_ms": now - int(renewed_ago * 1000)}
+
+
+def test_a_lock_of_another_host_is_stale_once_its_lease_expired(spark, schema, events):
+    table = TableRef(schema, "lease_gone")
+    write_dataframe(spark, events(days=2), table, _cfg(), **QUIET)
+    fs, _location, path = _lock_file(spark, table)
+    fs.write_bytes(path, json.dumps(_other_host(renewed_ago=120)).encode())
+    logs = []
+    write_dataframe(spark, events(days=2, tag="v2"), table, _cfg(), log=logs.append)
+    assert any("stale writer lock" in m and "lease expired" in m for m in logs), logs
+    assert rows_of(spark, schema, "lease_gone") == rows_of_df(events(days=2, tag="v2"))
+
+
+def test_a_live_lease_of_another_host_fails_the_write_naming_it_and_the_way_out(spark, schema,
+                                                                               events):
+    table = TableRef(schema, "lease_live")
+    write_dataframe(spark, events(days=2), table, _cfg(), **QUIET)
+    fs, _location, path = _lock_file(spark, table)
+    fs.write_bytes(path, json.dumps(_other_host(renewed_ago=1)).encode())
+    with pytest.raises(LockError, match="host another-host, pid 4242, upsert .*lease expires in "
+                                        ".*sized_unlock"):
+        write_dataframe(spark, events(days=2, tag="v2"), table, _cfg(), **QUIET)
+    shown = api.unlock(spark, table)
+    assert "another-host" in shown and "force: true" in shown and fs.exists(path)
+    assert "broke the writer lock" in api.unlock(spark, table, force=True)
+    assert not fs.exists(path)
+    write_dataframe(spark, events(days=2, tag="v2"), table, _cfg(), **QUIET)
+    assert "is not locked" in api.unlock(spark, table)
+
+
+def test_a_writer_waits_for_the_lock_up_to_its_timeout(spark, schema, events):
+    table = TableRef(schema, "waits")
+    write_dataframe(spark, events(days=2), table, _cfg(), **QUIET)
+    fs, location, _path = _lock_file(spark, table)
+    other = CommitProtocol(fs, location, log=lambda m: None)
+    other.acquire_lock("clustering")
+    threading.Timer(3.0, other.release_lock).start()  # the other writer finishes in 3 s
+    logs = []
+    write_dataframe(spark, events(days=2, tag="v2"), table, _cfg(lock_timeout="2m"),
+                    log=logs.append)
+    assert any("waiting up to 2m00s for the writer lock" in m for m in logs), logs
+    assert rows_of(spark, schema, "waits") == rows_of_df(events(days=2, tag="v2"))
+
+
+def test_the_holder_renews_its_lease_and_loses_nothing_when_taken_over(spark, schema, events):
+    table = TableRef(schema, "renewed")
+    write_dataframe(spark, events(days=2), table, _cfg(), **QUIET)
+    fs, location, path = _lock_file(spark, table)
+    proto = CommitProtocol(fs, location, log=lambda m: None)
+    proto.acquire_lock("upsert", LockOptions(lease=1.0))
+    first = json.loads(fs.read_bytes(path))
+    time.sleep(2.5)  # more than the lease: the heartbeat keeps it alive
+    renewed = json.loads(fs.read_bytes(path))
+    assert renewed["token"] == first["token"] and renewed["renewed_ms"] > first["renewed_ms"]
+    # another writer breaks the lock (sized_unlock force); this one must not publish
+    fs.delete(path, recursive=False)
+    fs.write_bytes(path, json.dumps(_other_host(renewed_ago=0)).encode())
+    instant = proto.request("insert_overwrite", ["day"])
+    inflight = proto.mark_inflight(instant, [], [])
+    with pytest.raises(LockError, match="no longer this writer's"):
+        proto.publish(inflight)
+    proto.lock.stop()
+    fs.delete(path, recursive=False)
+    assert [i.state for i in Timeline(fs, location).instants()][-1] == "inflight"
+    write_dataframe(spark, events(days=2, tag="v3"), table, _cfg(), **QUIET)  # recovers
+    assert rows_of(spark, schema, "renewed") == rows_of_df(events(days=2, tag="v3"))
