@@ -32,5 +32,10 @@ class LockError(SizedError):
     """Another writer holds the table's lock."""
 
 
+class LockLostError(LockError):
+    """This writer's lock was taken over (its lease expired, or it was broken) while it
+    worked: it must not touch the table any more; the new holder rolls its work back."""
+
+
 class TimelineError(SizedError):
     """The timeline cannot be read; it is never silently rewritten."""

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Callable, Optional
 
 from python_adapter.core.sizes import format_duration
-from python_adapter.errors import LockError
+from python_adapter.errors import LockError, LockLostError
 from python_adapter.io.fs import HadoopFS
 
 _HELD = {}  # lock path -> token, for the locks this process holds right now
@@ -249,9 +249,11 @@ class WriterLock:
         writer may be rolling this write back)."""
         current = self.read()
         if current.get("token") != self._holder.get("token"):
-            raise LockError(f"the writer lock {self.path} is no longer this writer's "
-                            f"({describe_holder(current, self.path) if current else 'no lock'}); "
-                            f"nothing was published by this write")
+            raise LockLostError(
+                f"the writer lock {self.path} is no longer this writer's "
+                f"({describe_holder(current, self.path) if current else 'no lock'}): its lease "
+                f"expired or it was broken while this write ran. The write stops; the next "
+                f"writer (or sized_recover) rolls its unfinished instant back")
 
     def read(self) -> dict:
         try:

@@ -17,6 +17,7 @@ for the next writer's recovery.
 """
 from typing import Callable, Iterable, Optional, Protocol
 
+from python_adapter.errors import LockLostError
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.files import partitions_of
 from python_adapter.table.timeline import FileEntry, Instant
@@ -95,6 +96,8 @@ class Transaction:
                 else partitions_of(self.added, self.removed)
             self.catalog.sync(changed, self.registered, partitions_of(self.added))
             self.done = self.proto.complete(inflight, extra=self.completed_extra)
+        except LockLostError:
+            raise  # the table is another writer's now: its recovery undoes this instant
         except Exception:
             self._abort()
             raise

@@ -195,3 +195,60 @@ def test_bad_config_and_damaged_files_fail_the_model_with_the_way_out(mini):
     assert zeroed.returncode == 0 and unreadable.returncode != 0
     assert "cannot read file:" in unreadable.stdout and "sized_repair" in unreadable.stdout
     assert "Py4JJavaError" not in unreadable.stdout
+
+
+def _other_host_can_be_simulated():
+    try:
+        return subprocess.run(["unshare", "-u", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _other_host_can_be_simulated(),
+                    reason="needs `unshare -u` (root, or user namespaces) for a second hostname")
+def test_a_run_killed_on_another_host_blocks_the_table_only_for_its_lease(mini, tmp_path):
+    """A dbt process on host pod-b (its own UTS namespace) is killed -9 in the middle of
+    publishing; a run on this host waits for pod-b's lease to expire, takes the lock over,
+    rolls pod-b's half-published instant back and commits: the rows are exact. (Its wait
+    of 2m is shorter than the default lease: it gets through only by pod-b's 20s lease.)"""
+    import json
+    import signal
+    import time
+    from tests.functional.readers import duckdb_rows
+    project, home = mini
+    first = _dbt(project, home, "embedded", "run", "--select", "orders")
+    assert first.returncode == 0, first.stdout[-4000:]
+    marker = tmp_path / "paused"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SIZED_SPARK_FAULT")}
+    env.update({"SPARK_LOCAL_IP": "127.0.0.1", "SIZED_SPARK_HOME": str(home),
+                "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "SIZED_SPARK_FAULT": "publish:2",
+                "SIZED_SPARK_FAULT_MODE": "pause", "SIZED_SPARK_FAULT_MARKER": str(marker)})
+    other = subprocess.Popen(
+        ["unshare", "-u", "sh", "-c", 'hostname pod-b && exec "$0" "$@"', DBT, "run",
+         "--select", "orders", "--vars", "{batch: 2, lock_lease: 20s}",
+         "--profiles-dir", str(project), "--target", "embedded"],
+        cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 600
+        while not marker.exists() and other.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert marker.exists(), f"pod-b's run never reached publish (exit {other.poll()})"
+        lock = json.loads((home / "warehouse/sized_it.db/.sized/orders/lock").read_text())
+        assert lock["host"] == "pod-b" and lock["pid"] == other.pid
+    finally:
+        other.send_signal(signal.SIGKILL)  # exactly the process this test started
+        other.wait()
+    waited, check = _dbt_steps(
+        project, home, "embedded",
+        ["run", "--select", "orders", "--vars", "{batch: 2, lock_timeout: 2m}"],
+        ["test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 2}"])
+    assert waited.returncode == 0, waited.stdout[-4000:]
+    assert "for the writer lock (host pod-b" in waited.stdout
+    assert re.search(r"recovering stale writer lock of pid \d+ on pod-b \(its lease expired",
+                     waited.stdout), waited.stdout[-4000:]
+    assert "rolling back unfinished commit" in waited.stdout
+    assert check.returncode == 0, check.stdout[-4000:]
+    table_dir = home / "warehouse/sized_it.db/orders"
+    expected = sorted(((i, i * 10 + (1 if i <= 3000 and i % 3 == 0 else 0))
+                       for i in range(1, 4001)), key=repr)
+    assert duckdb_rows(table_dir, ["id", "value"]) == expected

@@ -1,6 +1,7 @@
 -- batch 1: ids 1..3000 over 5 days; batch 2: every third id updated, ids 3001..4000 new.
 {{ config(materialized='sized_incremental', partition_by=['day'], unique_key='id',
-          incremental_strategy='upsert', target_file_size='32KB', distribution='exact') }}
+          incremental_strategy='upsert', target_file_size='32KB', distribution='exact',
+          lock_lease=var('lock_lease', '5m'), lock_timeout=var('lock_timeout', '0s')) }}
 {% if var('batch') | int == 1 %}
 select id, date_add(date'2025-03-01', id % 5) as day, cast(id * 10 as bigint) as value,
        sha2(cast(id as string), 256) as payload
