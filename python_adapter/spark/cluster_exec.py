@@ -4,11 +4,16 @@ the old files with one `replacecommit` through the commit protocol.
 A scheduled plan is a `replacecommit.requested` instant whose `removed` entries list the
 files of each group (`file_group` = group id) and whose `extra` holds the strategy, the
 columns and each group's output file count. Recovery leaves scheduled plans alone.
-Upserts that arrive while a plan is pending put no inserts into its files; an update to one
-of its files rewrites that file at once (a dbt run does not wait), and the plan's group
-holding it is dropped when the plan runs and planned again next time: clustering only ever
+
+Clustering holds the writer lock only to schedule and to commit (optimistic concurrency):
+it rewrites the groups into the plan's staging directory without it, so loads go on
+meanwhile. Table services take a lock of their own (`cluster.lock`), so two clustering runs
+never execute one plan at once. Upserts that arrive while a plan is pending put no inserts
+into its files; an update to one of its files rewrites that file at once, and the plan's
+group holding it is dropped at commit and planned again next time: clustering only ever
 replaces files that are still exactly as planned, so no update is lost.
 """
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
@@ -28,7 +33,9 @@ from python_adapter.spark.locking import locked_table
 from python_adapter.spark.staging import staged_entries
 from python_adapter.spark.table_files import read_files, with_file_values
 from python_adapter.table.commit import CommitProtocol
+from python_adapter.table.faults import fault_point
 from python_adapter.table.files import current_files
+from python_adapter.table.lock import WriterLock
 from python_adapter.table.timeline import FileEntry, pending_plan_files, scheduled_plans
 from python_adapter.table.transaction import Transaction
 
@@ -45,18 +52,22 @@ class ClusterResult:
     bytes: int
     seconds: float
     target_file_size: int = 0   # the unit family sizes are shown in
+    groups_dropped: int = 0     # groups whose files a writer changed while they were rewritten
 
     @property
     def message(self) -> str:
+        dropped = (f"; {self.groups_dropped} group(s) dropped (a writer changed their files "
+                   f"meanwhile; planned again next time)" if self.groups_dropped else "")
         return (f"clustering: {self.executed_plans} plan(s), {self.groups} groups, "
                 f"{self.files_replaced} files replaced by {self.files_written} "
                 f"({format_size(self.bytes, self.target_file_size)}) in "
-                f"{format_duration(self.seconds)}")
+                f"{format_duration(self.seconds)}{dropped}")
 
 
 @dataclass(frozen=True)
 class _Locked:
-    """A table with its writer lock held: what scheduling and executing plans work on."""
+    """A table and its commit protocol: what scheduling (under the writer lock) and executing
+    plans (under it only to commit) work on."""
     spark: SparkSession
     table: TableRef
     info: TableInfo
@@ -74,15 +85,24 @@ def run_clustering(spark: SparkSession, table: TableRef,
                    strategy: str = "linear", schedule_only: bool = False,
                    log: Callable[[str], None] = print, **option_overrides: Any) -> ClusterResult:
     """Schedule a plan (when cluster_by is given) and, unless schedule_only, execute every
-    pending plan."""
+    pending plan. The writer lock is held to schedule and to commit each plan, not while
+    its groups are rewritten."""
     start = time.monotonic()
     with locked_table(spark, table, "clustering", log=log) as (info, fs, proto):
         locked = _Locked(spark, table, info, fs, proto, log)
         scheduled = _schedule(locked, cluster_by, strategy, option_overrides) if cluster_by else 0
-        result = ClusterResult(scheduled, 0, 0, 0, 0, 0, 0.0)
-        if not schedule_only:
-            for plan in scheduled_plans(proto.timeline):
+        plans = [] if schedule_only else scheduled_plans(proto.timeline)
+    result = ClusterResult(scheduled, 0, 0, 0, 0, 0, 0.0)
+    if plans:
+        service = WriterLock(fs, f"{proto.meta}/cluster.lock", log=log)
+        service.acquire("clustering")
+        try:
+            for plan in plans:
                 _execute(locked, plan, result)
+        except Exception:  # not a crash: a crashed run keeps its lock, as a dead process does
+            service.release()
+            raise
+        service.release()
     result.seconds = time.monotonic() - start
     log(result.message)
     return result
@@ -139,7 +159,7 @@ def _schedule(locked, cluster_by, strategy, overrides) -> int:
 
 def _still_as_planned(plan, current, log):
     """{group id: [FileEntry]} of the plan's groups whose files are all still as planned;
-    a group an upsert rewrote since is dropped (planned again next time)."""
+    a group a writer rewrote since is dropped (planned again next time)."""
     groups, dropped = {}, set()
     for f in plan.removed:
         now = current.get(f.path)
@@ -148,62 +168,110 @@ def _still_as_planned(plan, current, log):
         groups.setdefault(f.file_group, []).append(f)
     if dropped:
         log(f"clustering plan {plan.instant}: {len(dropped)} group(s) changed since they were "
-            f"planned (an upsert rewrote their files); dropping them, they are planned again "
+            f"planned (a writer rewrote their files); dropping them, they are planned again "
             f"next time")
     return {g: files for g, files in groups.items() if g not in dropped}
 
 
+def _planned_groups(plan):
+    groups = {}
+    for f in plan.removed:
+        groups.setdefault(f.file_group, []).append(f)
+    return groups
+
+
 def _execute(locked, plan, result: ClusterResult) -> None:
-    """Carry out a scheduled plan as its replacecommit."""
-    spark, fs, proto, log = locked.spark, locked.fs, locked.proto, locked.log
-    current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
-                                                check=locked.name)}
-    valid = _still_as_planned(plan, current, log)
-    catalog = SparkCatalog(spark, fs, locked.table, proto.location, log)
-    with Transaction(proto, catalog, "cluster", locked.info.partition_columns,
-                     planned=plan) as txn:
-        staging = proto.staging_dir(plan.instant) + "/data"
-        _write_groups(locked, plan, valid, staging)
-        added = staged_entries(spark, fs, staging)
-        removed = [current[f.path] for files in valid.values() for f in files]
-        txn.add(added)
-        txn.remove(removed)
+    """Rewrite the plan's groups into its staging directory without the writer lock, then,
+    under it, commit the groups whose files are all still as planned as its replacecommit."""
+    spark, fs = locked.spark, locked.fs
+    staging = locked.proto.staging_dir(plan.instant) + "/data"
+    fs.delete(staging)  # what an execution that crashed had written
+    staged = _write_groups(locked, plan, _planned_groups(plan), staging)
+    fault_point("clustering_staged")
+    with locked_table(spark, locked.table, "clustering", log=locked.log) as (info, fs, proto):
+        plan = next((p for p in scheduled_plans(proto.timeline) if p.instant == plan.instant),
+                    None)
+        if plan is None:  # rolled back meanwhile (sized_rollback of the table)
+            fs.delete(staging)
+            return
+        current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
+                                                    check=locked.name)}
+        valid = _still_as_planned(plan, current, locked.log)
+        kept = {g for job, _out in staged for g in job if g in valid}
+        catalog = SparkCatalog(spark, fs, locked.table, proto.location, locked.log)
+        with Transaction(proto, catalog, "cluster", info.partition_columns,
+                         planned=plan) as txn:
+            added = [e for job, out in staged for e in staged_entries(spark, fs, out)
+                     if _group_of(job, e) in kept]
+            removed = [current[f.path] for g in sorted(kept) for f in valid[g]]
+            txn.add(added)
+            txn.remove(removed)
     result.executed_plans += 1
-    result.groups += len(valid)
+    result.groups += len(kept)
+    result.groups_dropped += len(_planned_groups(plan)) - len(kept)
     result.files_replaced += len(removed)
     result.files_written += len(added)
     result.bytes += sum(a.bytes for a in added)
     result.target_file_size = int(plan.extra.get("target_file_size", 0))
 
 
-def _write_groups(locked, plan, valid, staging):
-    """Each group's rows, ordered, written to staging as its planned number of files."""
+def _group_of(job: Sequence[str], entry: FileEntry) -> str:
+    """The group a staged file belongs to: a job's only group, or, in a job of one-file
+    groups, the group its task wrote (group i of the sorted ids went to task i, and Spark
+    names a task's file part-<task id>)."""
+    if len(job) == 1:
+        return job[0]
+    return sorted(job)[int(re.match(r"part-(\d+)", entry.path.rsplit("/", 1)[-1]).group(1))]
+
+
+def _write_groups(locked, plan, groups, staging):
+    """Each group's rows, ordered, written as its planned number of files, one directory per
+    Spark job under staging; returns [(the job's group ids, its directory)]. A job whose
+    files a writer moved meanwhile (the read fails) is left out: its groups are dropped."""
     spark, log = locked.spark, locked.log
     cluster_by = plan.extra["cluster_by"].split(",")
     strategy = plan.extra["strategy"]
     schema = spark.table(locked.name).schema
     pcols = locked.info.partition_columns
-    outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in valid}
-    single = [g for g in valid if outputs[g] == 1]
+    outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in groups}
+    single = [g for g in groups if outputs[g] == 1]
     # Groups that become one file: one job, group i written whole by task i.
     jobs = [single] if single else []
     # Larger groups: one job each, range-partitioned within the group only, so a file
     # never straddles two groups and each group gives exactly its planned files.
-    jobs += [[g] for g in valid if outputs[g] > 1]
-    done = 0
-    for job in jobs:
-        rel_paths = [f.path for g in job for f in valid[g]]
-        df = read_files(spark, locked.proto.location, schema, rel_paths)
+    jobs += [[g] for g in groups if outputs[g] > 1]
+    done, staged = 0, []
+    for k, job in enumerate(jobs):
+        rel_paths = [f.path for g in job for f in groups[g]]
         first, done = done + 1, done + len(job)
         which = f"group {first}" if len(job) == 1 else f"groups {first}-{done}"
-        log(f"clustering {which} of {len(valid)}: {len(rel_paths)} files, {strategy} on "
+        log(f"clustering {which} of {len(groups)}: {len(rel_paths)} files, {strategy} on "
             f"{', '.join(cluster_by)}")
-        if len(job) == 1:
-            out = order_rows(df, cluster_by, strategy, outputs[job[0]])
-        else:
-            out = one_file_per_group(spark, df, {g: [f.path for f in valid[g]] for g in job},
-                                     cluster_by, strategy, pcols)
-        out.write.partitionBy(*pcols).mode("append").parquet(staging)
+        out = f"{staging}/job-{k}"
+        try:
+            df = read_files(spark, locked.proto.location, schema, rel_paths)
+            if len(job) == 1:
+                rows = order_rows(df, cluster_by, strategy, outputs[job[0]])
+            else:
+                rows = one_file_per_group(spark, df, {g: [f.path for f in groups[g]] for g in job},
+                                          cluster_by, strategy, pcols)
+            rows.write.partitionBy(*pcols).mode("append").parquet(out)
+        except Exception:
+            if _all_in_place(locked, [f for g in job for f in groups[g]]):
+                raise
+            log(f"clustering {which}: a writer replaced some of its files meanwhile; dropped")
+            locked.fs.delete(out)
+            continue
+        staged.append((job, out))
+    return staged
+
+
+def _all_in_place(locked, files) -> bool:
+    """Whether every file is still at its path with its planned size."""
+    location = locked.proto.location
+    sizes = {f.path[len(location):].lstrip("/"): f.size
+             for f in locked.fs.list_files(location)}
+    return all(sizes.get(f.path) == f.bytes for f in files)
 
 
 def one_file_per_group(spark: SparkSession, df: DataFrame,

@@ -14,7 +14,7 @@ from python_adapter.core.config import SizedConfig, check_columns
 from python_adapter.core.partitions import NULL_LIKE, check_partition_texts
 from python_adapter.core.planning import plan_partitions, plan_static
 from python_adapter.core.sizes import format_size
-from python_adapter.errors import ConfigError, WriteError
+from python_adapter.errors import ConfigError, LockError, WriteError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import (SparkCatalog, TableInfo, TableRef, create_table,
                                           describe_table, drop_definition, show_create,
@@ -93,9 +93,12 @@ def _cluster_if_due(job: WriteJob) -> None:
     since = commits_since_clustering(Timeline(fs, location))
     if since >= cfg.cluster_every_n_commits:
         job.progress(f"inline clustering: {since} commits since the last clustering")
-        run_clustering(job.spark, job.table, cfg.cluster_by, cfg.cluster_strategy,
-                       log=job.progress, target_file_size=cfg.target_file_size,
-                       write_small_file_limit=cfg.small_file_limit or None)
+        try:
+            run_clustering(job.spark, job.table, cfg.cluster_by, cfg.cluster_strategy,
+                           log=job.progress, target_file_size=cfg.target_file_size,
+                           write_small_file_limit=cfg.small_file_limit or None)
+        except LockError as exc:  # the write is committed; clustering waits for the next one
+            job.progress(f"inline clustering skipped: {exc}")
 
 
 def _table_or_none(spark, table):

@@ -9,15 +9,28 @@ from BaseException so no `except Exception` treats it as an ordinary failure).
 """
 import os
 import time
+from typing import Callable, Optional
 
 _hits = {}
+_hooks = {}  # point -> callable run there (tests that make another writer act at that moment)
 
 
 class InjectedCrash(BaseException):
     pass
 
 
+def run_at(point: str, action: Optional[Callable[[], None]]) -> None:
+    """Run `action` whenever the code passes `point` (None removes it): a test makes a real
+    concurrent writer commit at an exact moment of another operation."""
+    if action is None:
+        _hooks.pop(point, None)
+    else:
+        _hooks[point] = action
+
+
 def fault_point(name: str) -> None:
+    if name in _hooks:
+        _hooks[name]()
     spec = os.environ.get("SIZED_SPARK_FAULT")
     if not spec:
         return

@@ -11,7 +11,9 @@ from python_adapter.io.fs import HadoopFS
 from python_adapter.table.timeline import Timeline
 from python_adapter.spark.describe import read_layout
 from python_adapter.spark.writer import write_dataframe
+from python_adapter.table import faults, lock
 from tests.functional.helpers import files_by_partition
+from tests.functional.readers import duckdb_rows, local_dir
 
 QUIET = dict(log=lambda m: None)
 COLS = "id, day, user_id, session, city, amount, tag"
@@ -32,6 +34,10 @@ def arrivals(spark, batch, rows=1500):
 
 def all_rows(spark, schema, name):
     return sorted(tuple(r) for r in spark.sql(f"select {COLS} from {schema}.{name}").collect())
+
+
+def all_rows_of(spark, df):
+    return [tuple(r) for r in df.select(*COLS.split(", ")).collect()]
 
 
 @pytest.fixture
@@ -139,3 +145,74 @@ def test_inline_clustering_every_n_commits(spark, schema):
     tl = Timeline(fs, fs.qualify(describe_table(spark, table).location))
     assert [i.action for i in tl.completed()] == ["commit", "commit", "replacecommit"]
     assert spark.table(f"{schema}.inline").count() == 600
+
+
+def _pending_table(spark, schema, name):
+    """An upsert table of small files with a clustering plan scheduled over them."""
+    table = TableRef(schema, name)
+    cfg = parse_config({"partition_by": ["day"], "unique_key": "id", "target_file_size": 64_000,
+                        "small_file_limit": 0, "distribution": "exact"})
+    for b in range(3):
+        write_dataframe(spark, arrivals(spark, b, rows=800), table, cfg, **QUIET)
+    run_clustering(spark, table, ["session"], schedule_only=True, **QUIET)
+    return table, cfg
+
+
+def test_a_load_commits_while_clustering_rewrites_and_no_update_is_lost(spark, schema):
+    """Clustering holds no writer lock while it rewrites: an upsert commits in the middle of
+    it, and the groups whose files that upsert changed are dropped at clustering's commit."""
+    table, cfg = _pending_table(spark, schema, "beside")
+    # updates to rows of one day only (even ids), and new rows; then a second batch
+    updates = arrivals(spark, 1, rows=800).where("id % 100 = 8").withColumn("tag", F.lit("upd"))
+    loads = [updates.unionByName(arrivals(spark, 7, rows=50)), arrivals(spark, 8, rows=50)]
+    committed = []
+
+    def load_now():  # runs while clustering's groups are staged, before it takes the lock
+        for batch in loads:
+            committed.append(write_dataframe(spark, batch, table, cfg, **QUIET))
+        faults.run_at("clustering_staged", None)
+
+    faults.run_at("clustering_staged", load_now)
+    try:
+        res = run_clustering(spark, table, **QUIET)
+    finally:
+        faults.run_at("clustering_staged", None)
+    assert len(committed) == 2
+    assert res.executed_plans == 1 and res.groups_dropped >= 1 and res.groups >= 1
+    assert "dropped (a writer changed their files meanwhile" in res.message
+    expected = {r[0]: r for r in all_rows_of(spark, arrivals(spark, 0, rows=800))}
+    for b in (1, 2):
+        expected.update((r[0], r) for r in all_rows_of(spark, arrivals(spark, b, rows=800)))
+    expected.update((r[0], r) for r in all_rows_of(spark, loads[0]))
+    expected.update((r[0], r) for r in all_rows_of(spark, loads[1]))
+    assert all_rows(spark, schema, "beside") == sorted(expected.values())
+    fs = HadoopFS(spark)
+    tl = Timeline(fs, fs.qualify(describe_table(spark, table).location))
+    # the plan's instant id is from before the loads: it sorts first, completed last
+    assert [i.action for i in tl.completed()][-3:] == ["replacecommit", "commit", "commit"]
+    assert not scheduled_plans(tl)
+
+
+def test_a_crash_while_clustering_rewrites_loses_nothing_and_the_plan_runs_later(spark, schema,
+                                                                                monkeypatch):
+    table, _cfg = _pending_table(spark, schema, "crashcl")
+    before = all_rows(spark, schema, "crashcl")
+    monkeypatch.setenv("SIZED_SPARK_FAULT", "clustering_staged")
+    faults.reset()
+    with pytest.raises(faults.InjectedCrash):
+        run_clustering(spark, table, **QUIET)
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    lock.forget_held_locks()  # as a dead process: its locks are held by no one
+    faults.reset()
+    fs = HadoopFS(spark)
+    location = fs.qualify(describe_table(spark, table).location)
+    assert all_rows(spark, schema, "crashcl") == before
+    assert duckdb_rows(local_dir(location), ["id", "session", "tag"]) == \
+        sorted(((r[0], r[3], r[6]) for r in before), key=repr)  # nothing staged is visible
+    assert len(scheduled_plans(Timeline(fs, location))) == 1  # still waiting
+    logs = []
+    res = run_clustering(spark, table, log=logs.append)
+    assert any("recovering stale writer lock" in m for m in logs), logs  # cluster.lock
+    assert res.executed_plans == 1 and res.groups >= 1 and res.groups_dropped == 0
+    assert all_rows(spark, schema, "crashcl") == before
+    assert not fs.list_dir(f"{Timeline(fs, location).meta_dir}/staging")
