@@ -14,6 +14,7 @@ A writer that finds the lock held waits up to its `lock_timeout`, then fails nam
 holder. Before it publishes and before it completes, the holder checks that the lock is
 still its own (a lease that expired while the process was frozen, or a forced unlock).
 """
+import hashlib
 import json
 import os
 import socket
@@ -201,21 +202,53 @@ class WriterLock:
     def _try_take(self, holder: dict) -> Optional[dict]:
         """None when the lock was taken for `holder` (a stale one taken over), else the
         current holder's record."""
-        for _attempt in range(2):
+        for attempt in range(4):
             try:
                 self.fs.write_bytes(self.path, json.dumps(holder).encode(), overwrite=False)
+                self._prune_set_aside()
                 return None
             except Exception:  # the Hadoop FS raises FileAlreadyExistsException via py4j
                 if not self.fs.exists(self.path):
-                    raise
+                    if attempt == 3:
+                        raise
+                    continue  # another writer set a stale lock aside meanwhile: try again
                 current = self.read()
                 why = stale_reason(current, self.path)
                 if why is None:
                     return current
-                self.log(f"recovering stale writer lock of pid {current.get('pid')} on "
-                         f"{current.get('host')} ({why})")
-                self.fs.delete(self.path, recursive=False)
+                if self._set_aside(current):
+                    self.log(f"recovering stale writer lock of pid {current.get('pid')} on "
+                             f"{current.get('host')} ({why})")
         return self.read() or {"host": "?", "pid": "?", "operation": "?"}
+
+    def _set_aside(self, stale: dict) -> bool:
+        """Move the stale lock out of the way by a rename to a name of its own (never a
+        delete): of two writers that judged the same lock stale, only the first rename
+        succeeds, so the second never deletes the lock the first has just taken. False when
+        another writer came first (its lock, if the rename caught it, is put back)."""
+        tag = stale.get("token") or hashlib.sha1(json.dumps(stale, sort_keys=True)
+                                                 .encode()).hexdigest()
+        aside = f"{self.path}.stale.{tag}"
+        try:
+            self.fs.rename(self.path, aside)
+        except Exception:  # gone, or already set aside by another writer
+            return False
+        if WriterLock(self.fs, aside).read().get("token") != stale.get("token"):
+            try:  # the lock was taken anew between the look and the rename: give it back
+                self.fs.rename(aside, self.path)
+            except Exception:
+                pass  # its holder finds it lost before it publishes (ensure_held)
+            return False
+        return True
+
+    def _prune_set_aside(self) -> None:
+        """Drop stale locks set aside more than an hour ago (by then no writer that judged
+        them stale still holds a look at them)."""
+        folder, _, name = self.path.rpartition("/")
+        cutoff = time.time() * 1000 - 3600_000
+        for st in self.fs.list_dir(folder):
+            if st.name.startswith(f"{name}.stale.") and 0 < st.modified_ms < cutoff:
+                self.fs.delete(st.path, recursive=False)
 
     def _start_heartbeat(self, options: LockOptions) -> None:
         stop = self._beat = threading.Event()

@@ -102,3 +102,27 @@ def test_the_holder_renews_its_lease_and_loses_nothing_when_taken_over(spark, sc
     assert [i.state for i in Timeline(fs, location).instants()][-1] == "inflight"
     write_dataframe(spark, events(days=2, tag="v3"), table, _cfg(), **QUIET)  # recovers
     assert rows_of(spark, schema, "renewed") == rows_of_df(events(days=2, tag="v3"))
+
+
+def test_of_two_writers_that_judge_a_lock_stale_only_one_takes_it(spark, schema, events):
+    """Takeover is a rename of the stale lock to a name of its own, not a delete: a writer
+    that judged the same lock stale a moment later never removes the lock just taken."""
+    from python_adapter.table.lock import WriterLock
+    table = TableRef(schema, "race")
+    write_dataframe(spark, events(days=1), table, _cfg(), **QUIET)
+    fs, _location, path = _lock_file(spark, table)
+    stale = _other_host(renewed_ago=120)
+    fs.write_bytes(path, json.dumps(stale).encode())
+    first, second = WriterLock(fs, path, log=lambda m: None), WriterLock(fs, path, log=lambda m: None)
+    assert first._set_aside(stale)
+    first.acquire("upsert", LockOptions(lease=60))
+    taken = json.loads(fs.read_bytes(path))["token"]
+    # the second writer read the same stale record before the first took over
+    assert not second._set_aside(stale)           # its name is taken: the rename is refused
+    assert json.loads(fs.read_bytes(path))["token"] == taken
+    fs.delete(f"{path}.stale.{stale['token']}", recursive=False)
+    assert not second._set_aside(stale)           # the rename caught the new lock: put back
+    assert json.loads(fs.read_bytes(path))["token"] == taken
+    first.ensure_held()
+    first.release()
+    assert not fs.exists(path)
