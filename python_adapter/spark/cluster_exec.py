@@ -160,12 +160,10 @@ def _schedule(locked, cluster_by, strategy, overrides) -> int:
 def _still_as_planned(plan, current, log):
     """{group id: [FileEntry]} of the plan's groups whose files are all still as planned;
     a group a writer rewrote since is dropped (planned again next time)."""
-    groups, dropped = {}, set()
-    for f in plan.removed:
-        now = current.get(f.path)
-        if now is None or now.bytes != f.bytes:
-            dropped.add(f.file_group)
-        groups.setdefault(f.file_group, []).append(f)
+    groups = _planned_groups(plan)
+    dropped = {g for g, files in groups.items()
+               if any(current.get(f.path) is None or current[f.path].bytes != f.bytes
+                      for f in files)}
     if dropped:
         log(f"clustering plan {plan.instant}: {len(dropped)} group(s) changed since they were "
             f"planned (a writer rewrote their files); dropping them, they are planned again "
@@ -174,6 +172,7 @@ def _still_as_planned(plan, current, log):
 
 
 def _planned_groups(plan):
+    """{group id: [FileEntry]} as the plan lists them."""
     groups = {}
     for f in plan.removed:
         groups.setdefault(f.file_group, []).append(f)
@@ -186,7 +185,8 @@ def _execute(locked, plan, result: ClusterResult) -> None:
     spark, fs = locked.spark, locked.fs
     staging = locked.proto.staging_dir(plan.instant) + "/data"
     fs.delete(staging)  # what an execution that crashed had written
-    staged = _write_groups(locked, plan, _planned_groups(plan), staging)
+    planned = _planned_groups(plan)
+    staged = _write_groups(locked, plan, planned, staging)
     fault_point("clustering_staged")
     with locked_table(spark, locked.table, "clustering", log=locked.log) as (info, fs, proto):
         plan = next((p for p in scheduled_plans(proto.timeline) if p.instant == plan.instant),
@@ -208,7 +208,7 @@ def _execute(locked, plan, result: ClusterResult) -> None:
             txn.remove(removed)
     result.executed_plans += 1
     result.groups += len(kept)
-    result.groups_dropped += len(_planned_groups(plan)) - len(kept)
+    result.groups_dropped += len(planned) - len(kept)
     result.files_replaced += len(removed)
     result.files_written += len(added)
     result.bytes += sum(a.bytes for a in added)
