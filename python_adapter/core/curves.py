@@ -58,3 +58,31 @@ def hilbert_index(coords: Sequence[int], bits: int) -> int:
         for i in range(n):
             h = (h << 1) | ((x[i] >> j) & 1)
     return h
+
+
+def quantile_boundaries(values: Sequence, buckets: int) -> list:
+    """`buckets - 1` cut points of sorted `values`: rank r holds the values v with
+    boundaries[r-1] < v <= boundaries[r], so each rank gets about as many values."""
+    n = len(values)
+    if n == 0:
+        return []
+    return [values[max(0, (j * n) // buckets - 1)] for j in range(1, buckets)]
+
+
+def search_levels(boundaries: Sequence, bits: int) -> list:
+    """The boundaries a binary search looks at, level by level: level L holds, for each
+    prefix p of L rank bits, the cut point that decides the next bit. Computing a rank
+    this way takes `bits` comparisons (a Spark expression per level), not 2**bits."""
+    buckets = 1 << bits
+    assert len(boundaries) == buckets - 1, "one boundary less than buckets"
+    return [[boundaries[(2 * p + 1) * (buckets >> (level + 1)) - 1] for p in range(1 << level)]
+            for level in range(bits)]
+
+
+def rank_of(value, levels: Sequence[Sequence]) -> int:
+    """The rank `search_levels` gives a value (number of boundaries below it); the Spark
+    expression mirrors this, and tests compare the two."""
+    rank = 0
+    for level in levels:
+        rank = 2 * rank + (1 if value > level[rank] else 0)
+    return rank

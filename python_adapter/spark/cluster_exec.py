@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from python_adapter.core.clustering import plan_groups
 from python_adapter.core.config import ClusterOptions, cluster_options
@@ -29,6 +27,7 @@ from python_adapter.core.sizes import format_duration, format_size
 from python_adapter.errors import ConfigError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import SparkCatalog, TableInfo, TableRef
+from python_adapter.spark.curve_keys import with_curve_key
 from python_adapter.spark.locking import locked_table
 from python_adapter.spark.staging import staged_entries
 from python_adapter.spark.table_files import read_files, with_file_values
@@ -289,9 +288,8 @@ def one_file_per_group(spark: SparkSession, df: DataFrame,
 def _sort_within(df, cluster_by, strategy, data_cols):
     if strategy == "linear":
         return df.sortWithinPartitions(*cluster_by)
-    ranked, key = _curve(df, cluster_by, strategy, keep_partitioning=True)
-    return ranked.withColumn("__sized_curve", key).sortWithinPartitions("__sized_curve") \
-        .select(*data_cols)
+    keyed, key = with_curve_key(df, cluster_by, strategy, RANK_BITS)
+    return keyed.sortWithinPartitions(key).select(*data_cols)
 
 
 def order_rows(df: DataFrame, cluster_by: Sequence[str], strategy: str, num_files: int,
@@ -301,55 +299,7 @@ def order_rows(df: DataFrame, cluster_by: Sequence[str], strategy: str, num_file
     if strategy == "linear":
         return (df.repartitionByRange(num_files, *partition_by, *cluster_by)
                   .sortWithinPartitions(*partition_by, *cluster_by))
-    ranked, key = _curve(df, cluster_by, strategy)
-    return (ranked.withColumn("__sized_curve", key)
-                  .repartitionByRange(num_files, *partition_by, "__sized_curve")
-                  .sortWithinPartitions(*partition_by, "__sized_curve")
-                  .select(*data_cols))
-
-
-def _curve(df, cluster_by, strategy, keep_partitioning=False):
-    """(df with rank columns, curve expression). Spark's range partitioner gives an
-    order-preserving rank for any orderable type (strings, dates, numbers; nulls first),
-    from a sample, in one shuffle per column."""
-    ranked = df
-    if keep_partitioning:
-        ranked = ranked.withColumn("__sized_task", F.spark_partition_id())
-    rank_cols = []
-    for i, col in enumerate(cluster_by):
-        rank = f"__sized_rank{i}"
-        ranked = (ranked.repartitionByRange(1 << RANK_BITS, F.col(col))
-                        .withColumn(rank, F.spark_partition_id().cast("long")))
-        rank_cols.append(rank)
-    if keep_partitioning:
-        # ranks took shuffles: send rows back to the task (group) they came from
-        n = df.rdd.getNumPartitions()
-        keys = routing_keys(n)
-        route = F.element_at(F.array(*[F.lit(k) for k in keys]), F.col("__sized_task") + 1)
-        ranked = ranked.repartition(n, route).drop("__sized_task")
-    if strategy == "zorder":
-        key = _z_value_expr(rank_cols, RANK_BITS)
-    else:
-        # Executors may not have this package installed: ship the curve code with the UDF.
-        from pyspark import cloudpickle
-        from python_adapter.core import curves
-
-        cloudpickle.register_pickle_by_value(curves)
-        bits = RANK_BITS
-        hilbert = F.udf(lambda *c: curves.hilbert_index(c, bits), T.LongType())
-        key = hilbert(*[F.col(c) for c in rank_cols])
-    return ranked, key
-
-
-def _z_value_expr(rank_cols, bits):
-    """curves.z_value as a Spark expression (no Python round trip per row)."""
-    k = len(rank_cols)
-    terms = []
-    for j in range(bits):
-        for i, c in enumerate(rank_cols):
-            bit = F.shiftright(F.col(c), j).bitwiseAND(F.lit(1))
-            terms.append(F.shiftleft(bit, j * k + (k - 1 - i)))
-    out = terms[0]
-    for t in terms[1:]:
-        out = out.bitwiseOR(t)
-    return out
+    keyed, key = with_curve_key(df, cluster_by, strategy, RANK_BITS)
+    return (keyed.repartitionByRange(num_files, *partition_by, key)
+                 .sortWithinPartitions(*partition_by, key)
+                 .select(*data_cols))

@@ -3,7 +3,10 @@ unchanged, async plans, and upserts while a plan is pending."""
 import pytest
 from pyspark.sql import functions as F
 
+from python_adapter.core import curves
+from python_adapter.errors import ConfigError
 from python_adapter.spark.catalog import TableRef, describe_table
+from python_adapter.spark.curve_keys import with_curve_key
 from python_adapter.spark.cluster_exec import run_clustering
 from python_adapter.table.timeline import scheduled_plans
 from python_adapter.core.config import parse_config
@@ -216,3 +219,32 @@ def test_a_crash_while_clustering_rewrites_loses_nothing_and_the_plan_runs_later
     assert res.executed_plans == 1 and res.groups >= 1 and res.groups_dropped == 0
     assert all_rows(spark, schema, "crashcl") == before
     assert not fs.list_dir(f"{Timeline(fs, location).meta_dir}/staging")
+
+
+@pytest.mark.parametrize("strategy,cols", [("zorder", ["n", "s"]), ("hilbert", ["n", "s"]),
+                                           ("hilbert", ["n", "s", "d"])])
+def test_curve_keys_in_spark_match_the_pure_curves(spark, strategy, cols):
+    """Ranks from quantile cut points and the curve, both as Spark expressions, give each row
+    the key the pure functions give it (all rows are the sample below 20,480 rows)."""
+    df = spark.sql("""
+        select cast(pmod(hash(i, 1), 5000) - 2500 as bigint) as n,
+               case when i % 17 = 0 then null else concat('k', pmod(hash(i, 2), 3000)) end as s,
+               date'2024-01-01' + cast(pmod(hash(i, 3), 900) as int) as d
+        from (select explode(sequence(1, 4000)) as i)""")
+    keyed, key = with_curve_key(df, cols, strategy, 10)
+    rows = keyed.select(*cols, key).collect()
+    levels = {}
+    for i, c in enumerate(cols):
+        values = sorted(r[i] for r in rows if r[i] is not None)
+        levels[c] = curves.search_levels(curves.quantile_boundaries(values, 1024), 10)
+    curve = curves.z_value if strategy == "zorder" else curves.hilbert_index
+    for r in rows:
+        ranks = [0 if r[i] is None else curves.rank_of(r[i], levels[c]) for i, c in enumerate(cols)]
+        assert r[len(cols)] == curve(ranks, 10), (r, ranks)
+    assert len({r[len(cols)] for r in rows}) > 3000    # keys spread, not collapsed
+
+
+def test_cluster_by_a_column_curves_cannot_rank_is_refused(spark):
+    df = spark.sql("select array(1, 2) as a, 1 as b")
+    with pytest.raises(ConfigError, match="cluster_by: column 'a' is array<int>"):
+        with_curve_key(df, ["a", "b"], "hilbert", 10)

@@ -1,10 +1,14 @@
+import bisect
+import collections
 import itertools
+import random
 
 import pytest
 
 from python_adapter.core.config import cluster_options
 from python_adapter.core.clustering import plan_groups
-from python_adapter.core.curves import hilbert_index, z_value
+from python_adapter.core.curves import (hilbert_index, quantile_boundaries, rank_of,
+                                        search_levels, z_value)
 
 
 def test_groups_take_small_files_largest_first_within_bytes_bound():
@@ -62,3 +66,27 @@ def test_hilbert_steps_are_grid_neighbours_and_z_is_not():
 def test_z_value_interleaves_bits():
     assert z_value((0b11, 0b00), 2) == 0b1010
     assert z_value((0b00, 0b11), 2) == 0b0101
+
+
+def test_rank_by_search_levels_counts_the_boundaries_below_a_value():
+    rng = random.Random(3)
+    values = sorted(rng.randrange(10_000) for _ in range(3000))
+    bounds = quantile_boundaries(values, 256)
+    levels = search_levels(bounds, 8)
+    for v in [rng.randrange(-10, 10_010) for _ in range(2000)] + values[:50]:
+        assert rank_of(v, levels) == bisect.bisect_left(bounds, v)
+
+
+def test_quantile_ranks_share_values_evenly_and_keep_order():
+    values = sorted(range(10_240))
+    levels = search_levels(quantile_boundaries(values, 1024), 10)
+    ranks = [rank_of(v, levels) for v in values]
+    assert ranks == sorted(ranks) and ranks[0] == 0 and ranks[-1] == 1023
+    assert set(collections.Counter(ranks).values()) == {10}
+
+
+def test_fewer_values_than_ranks_still_rank_in_order():
+    values = ["b", "d", "f"]
+    levels = search_levels(quantile_boundaries(values, 16), 4)
+    ranks = [rank_of(v, levels) for v in ["a", "b", "c", "d", "e", "f", "g"]]
+    assert ranks == sorted(ranks) and ranks[0] < ranks[-1]
