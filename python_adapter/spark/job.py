@@ -120,3 +120,18 @@ def resolve_names(cfg_cols: Sequence[str], df_cols: Sequence[str]) -> tuple:
     """The model's spelling of the columns a config names (names match case-insensitively)."""
     lookup = {c.lower(): c for c in df_cols}
     return tuple(lookup[c.lower()] for c in cfg_cols)
+
+
+def worth_caching(df: DataFrame) -> bool:
+    """Whether a write that reads `df` several times (count, sample, write) should cache it.
+
+    Running the plan again costs one more read of its files when it only scans, filters and
+    projects; caching costs building and reading a columnar cache of every row, which the
+    backfill benchmark measured at more than the reads it saves. A plan that shuffles
+    (joins, aggregations, windows, sorts) is cached, so it runs once; so is a
+    non-deterministic one (rand(), uuid()), so the counts the plan is made from are the
+    rows that get written."""
+    query = df._jdf.queryExecution()
+    if not query.optimizedPlan().deterministic():
+        return True
+    return "Exchange" in query.executedPlan().toString()

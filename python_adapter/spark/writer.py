@@ -21,7 +21,7 @@ from python_adapter.spark.catalog import (SparkCatalog, TableInfo, TableRef, cre
                                           table_location)
 from python_adapter.spark.distribution import distribute
 from python_adapter.spark.job import (Progress, RowChanges, Staged, WriteJob, WriteResult,
-                                      resolve_names)
+                                      resolve_names, worth_caching)
 from python_adapter.spark.cluster_exec import run_clustering
 from python_adapter.spark.locking import locked_locations, open_table
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
@@ -210,7 +210,8 @@ def _stage(job: WriteJob) -> Staged:
     current = current_files(job.fs, job.proto.location, job.proto.timeline,
                             check=None if full else job.table_name)
     df = _rows_to_write(job)
-    cache = cfg.distribution != "none" and df.storageLevel == StorageLevel.NONE
+    cache = (cfg.distribution != "none" and df.storageLevel == StorageLevel.NONE
+             and worth_caching(df))
     cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cache else df
     try:
         plan = _plan(replace(job, df=cached))

@@ -6,6 +6,7 @@ from python_adapter.spark.catalog import TableRef
 from python_adapter.errors import ConfigError
 from python_adapter.core.config import parse_config
 from python_adapter.core.routing import routing_keys, spark_hash_long
+from python_adapter.spark.job import worth_caching
 from python_adapter.spark.writer import write_dataframe
 from tests.functional.helpers import files_by_partition, layout, rows_of, rows_of_df
 
@@ -129,3 +130,13 @@ def test_bad_config_fails_before_anything_is_written(spark, schema, events):
         write_dataframe(spark, events(days=3, tag="v2"), table,
                         cfg(partition_by=["tag"]), log=lambda m: None)
     assert rows_of(spark, schema, "bad") == before
+
+
+def test_only_plans_that_shuffle_or_vary_are_cached_for_the_write(spark, schema, events):
+    """A scan is read again (cheaper than a cache); a join, an aggregation or rand() runs once."""
+    events(days=2, base=50).write.saveAsTable(f"{schema}.src")
+    src = spark.table(f"{schema}.src")
+    assert not worth_caching(src.where("id > 3").select("id", "day"))
+    assert worth_caching(src.groupBy("day").count())
+    assert worth_caching(src.join(src.select("id"), "id"))
+    assert worth_caching(src.withColumn("r", F.rand()))
