@@ -26,6 +26,7 @@ from python_adapter.spark.job import WriteResult
 from python_adapter.spark.locking import unlock_table
 from python_adapter.spark.repair import RepairResult, repair_table
 from python_adapter.spark.rollback import recover_table, rollback_last_commit
+from python_adapter.spark.session_conf import own_session
 from python_adapter.spark.table_files import unreadable_file
 from python_adapter.spark.writer import write_dataframe
 
@@ -61,7 +62,8 @@ def write_model(spark: SparkSession, table: TableRef, sql: str, cfg: SizedConfig
                 full_refresh: bool = False, log: Callable[[str], None] = print) -> WriteResult:
     """Run a model's SQL and write its rows into `table` as its config (parse_config of
     the model's dbt config) says; clusters inline when `cluster_every_n_commits` is due."""
-    return write_dataframe(spark, spark.sql(sql), table, cfg, full_refresh=full_refresh,
+    session = own_session(spark)
+    return write_dataframe(session, session.sql(sql), table, cfg, full_refresh=full_refresh,
                            log=log)
 
 
@@ -110,7 +112,7 @@ def cluster(spark: SparkSession, table: TableRef, cluster_by: Optional[Sequence[
     options: target_file_size, cluster_small_file_limit, cluster_max_bytes_per_group,
     cluster_max_groups (None: the default)."""
     given = {_CLUSTER_OPTIONS.get(k, k): v for k, v in (options or {}).items() if v is not None}
-    return run_clustering(spark, table, cluster_by, strategy or "linear",
+    return run_clustering(own_session(spark), table, cluster_by, strategy or "linear",
                           schedule_only=schedule_only, log=log, **given)
 
 

@@ -13,7 +13,8 @@ _held = {}  # (session, key) -> [blocks holding it, value before the first]
 @contextmanager
 def session_conf(spark: SparkSession, settings: Mapping[str, Any]) -> Iterator[None]:
     """Set {key: value} on the session; on exit restore each key's earlier value (or unset
-    it). The session is shared (dbt threads), so this is for settings that change speed, not
+    it). Each write runs on its own session (own_session), but its threads share it (the
+    key check runs beside the listing), so this is for settings that change speed, not
     results; blocks that overlap in time restore the value from before the first of them,
     once the last one ends (not one another's values)."""
     keys = [(id(spark), k) for k in settings]
@@ -55,3 +56,11 @@ def shuffle_conf(spark: SparkSession, nbytes: int) -> Dict[str, Any]:
     if n == 1:
         settings["spark.sql.adaptive.enabled"] = "false"
     return settings
+
+
+def own_session(spark: SparkSession) -> SparkSession:
+    """A copy of the session for one model's write: its settings, temporary views and
+    functions copied, the SparkContext, catalog and cache shared. dbt threads build models
+    at once on one session; settings a write makes for its own queries (shuffle partitions,
+    AQE, split sizes) then stay on its copy and never reach another model's queries."""
+    return type(spark)(spark.sparkContext, spark._jsparkSession.cloneSession())

@@ -196,3 +196,38 @@ def test_bad_config_and_damaged_files_fail_the_model_with_the_way_out(mini):
     assert "cannot read file:" in unreadable.stdout and "sized_repair" in unreadable.stdout
     assert "Py4JJavaError" not in unreadable.stdout
 
+
+
+def _threads_expected():
+    """{model: sorted (id, p, value)} after batches 1 and 2 of the models tagged threads."""
+    def upsert(parts):
+        rows = {i: (i, i % parts, i * 10) for i in range(1, 6001)}
+        rows.update({i: (i, i % parts, i * 10 + 1) for i in range(4, 6001, 4)})
+        rows.update({i: (i, i % parts, i * 10) for i in range(6001, 7001)})
+        return sorted(rows.values())
+    overwrite = [(i, i % 8, i * 10) for i in range(1, 8001) if i % 8 > 2]
+    overwrite += [(i, i % 3, i * 10) for i in range(8001, 9501)]
+    return {"th_upsert": upsert(6), "th_cluster": upsert(4), "th_overwrite": sorted(overwrite),
+            "th_insert": [(i, i % 5, i * 10) for i in range(1, 5001)]}
+
+
+def test_four_models_written_at_once_hold_exactly_their_rows(mini):
+    """dbt threads: 4 on one Spark session: an upsert, an insert, an insert_overwrite and an
+    upsert clustered inline run side by side (each sets its own shuffle and scan settings on
+    the shared session), twice; every table then holds exactly its rows, read by DuckDB."""
+    from tests.functional.readers import duckdb_rows
+    project, home = mini
+    first, second = _dbt_steps(
+        project, home, "embedded",
+        ["run", "--select", "tag:threads", "--threads", "4"],
+        ["run", "--select", "tag:threads", "--threads", "4", "--vars", "{batch: 2}"])
+    for step in (first, second):
+        assert step.returncode == 0, step.stdout[-4000:]
+        lines = step.stdout.splitlines()
+        starts = [i for i, line in enumerate(lines) if " START sql sized_incremental model" in line]
+        done = [i for i, line in enumerate(lines) if " OK created sql sized_incremental" in line]
+        assert len(starts) == 4 and len(done) == 4 and max(starts) < min(done)  # all at once
+    warehouse = home / "warehouse" / "sized_it.db"
+    for name, expected in _threads_expected().items():
+        got = [(i, int(p), v) for i, p, v in duckdb_rows(warehouse / name, ["id", "p", "value"])]
+        assert sorted(got) == expected, name

@@ -1,5 +1,5 @@
 """Settings set around one query: restored afterwards; shuffle partitions sized to the input."""
-from python_adapter.spark.session_conf import session_conf, shuffle_conf
+from python_adapter.spark.session_conf import own_session, session_conf, shuffle_conf
 
 
 def test_settings_are_restored_or_unset(spark):
@@ -38,3 +38,25 @@ def test_blocks_that_overlap_restore_the_value_from_before_the_first(spark):
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"  # B still runs with its own
     b.__exit__(None, None, None)
     assert spark.conf.get("spark.sql.shuffle.partitions") == "4"  # not A's 1
+
+
+def test_a_writes_own_session_keeps_its_settings_from_the_model_beside_it(spark):
+    """What one model's write sets on its own session is not seen by the session dbt's other
+    threads use, while temporary views, settings made before, tables and the cache are."""
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    spark.conf.set("spark.sql.adaptive.enabled", "true")
+    spark.range(5).createOrReplaceTempView("sized_model_view")
+    spark.table("sized_model_view").cache()
+    own = own_session(spark)
+    try:
+        assert own.conf.get("spark.sql.shuffle.partitions") == "4"
+        with session_conf(own, {"spark.sql.shuffle.partitions": 1,
+                                "spark.sql.adaptive.enabled": "false"}):
+            assert spark.conf.get("spark.sql.shuffle.partitions") == "4"
+            assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+            assert own.conf.get("spark.sql.shuffle.partitions") == "1"
+            rows = own.sql("select id % 2 as k, count(*) as n from sized_model_view group by 1")
+            assert sorted(tuple(r) for r in rows.collect()) == [(0, 3), (1, 2)]
+        assert own.catalog.isCached("sized_model_view")
+    finally:
+        spark.catalog.dropTempView("sized_model_view")
