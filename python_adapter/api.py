@@ -62,9 +62,9 @@ def write_model(spark: SparkSession, table: TableRef, sql: str, cfg: SizedConfig
                 full_refresh: bool = False, log: Callable[[str], None] = print) -> WriteResult:
     """Run a model's SQL and write its rows into `table` as its config (parse_config of
     the model's dbt config) says; clusters inline when `cluster_every_n_commits` is due."""
-    session = own_session(spark)
-    return write_dataframe(session, session.sql(sql), table, cfg, full_refresh=full_refresh,
-                           log=log)
+    with own_session(spark, table.schema, table.identifier) as session:
+        return write_dataframe(session, session.sql(sql), table, cfg,
+                               full_refresh=full_refresh, log=log)
 
 
 def layout(spark: SparkSession, table: TableRef,
@@ -112,8 +112,9 @@ def cluster(spark: SparkSession, table: TableRef, cluster_by: Optional[Sequence[
     options: target_file_size, cluster_small_file_limit, cluster_max_bytes_per_group,
     cluster_max_groups (None: the default)."""
     given = {_CLUSTER_OPTIONS.get(k, k): v for k, v in (options or {}).items() if v is not None}
-    return run_clustering(own_session(spark), table, cluster_by, strategy or "linear",
-                          schedule_only=schedule_only, log=log, **given)
+    with own_session(spark, table.schema, table.identifier) as session:
+        return run_clustering(session, table, cluster_by, strategy or "linear",
+                              schedule_only=schedule_only, log=log, **given)
 
 
 def unlock(spark: SparkSession, table: TableRef, force: bool = False) -> str:

@@ -4,7 +4,7 @@ Clustering maps each `cluster_by` column to a rank in [0, 2**bits) (Spark's rang
 partitioner, so strings, dates, numbers and nulls all work), then orders rows by one of
 these curves over the ranks, so rows close in every column land in the same files.
 """
-from typing import Sequence
+from typing import Any, Sequence
 
 
 def z_value(coords: Sequence[int], bits: int) -> int:
@@ -79,7 +79,7 @@ def search_levels(boundaries: Sequence, bits: int) -> list:
             for level in range(bits)]
 
 
-def rank_of(value, levels: Sequence[Sequence]) -> int:
+def rank_of(value: Any, levels: Sequence[Sequence]) -> int:
     """The rank `search_levels` gives a value (number of boundaries below it); the Spark
     expression mirrors this, and tests compare the two."""
     rank = 0

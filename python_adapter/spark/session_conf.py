@@ -58,9 +58,20 @@ def shuffle_conf(spark: SparkSession, nbytes: int) -> Dict[str, Any]:
     return settings
 
 
-def own_session(spark: SparkSession) -> SparkSession:
-    """A copy of the session for one model's write: its settings, temporary views and
-    functions copied, the SparkContext, catalog and cache shared. dbt threads build models
-    at once on one session; settings a write makes for its own queries (shuffle partitions,
-    AQE, split sizes) then stay on its copy and never reach another model's queries."""
-    return type(spark)(spark.sparkContext, spark._jsparkSession.cloneSession())
+@contextmanager
+def own_session(spark: SparkSession, schema: str, table: str) -> Iterator[SparkSession]:
+    """A copy of the session for one model's write to schema.table: its settings,
+    temporary views and functions copied, the SparkContext, catalog and cache shared. dbt
+    threads build models at once on one session; settings a write makes for its own queries
+    (shuffle partitions, AQE, split sizes) then stay on its copy and never reach another
+    model's queries. Each session keeps its own cache of table relations (their file
+    listings), so on exit, written or failed, the caller's cached relation of the table is
+    dropped: dbt's next query on it (a test after the model) lists its files again instead
+    of opening files the write replaced."""
+    try:
+        yield type(spark)(spark.sparkContext, spark._jsparkSession.cloneSession())
+    finally:
+        jvm = spark.sparkContext._jvm
+        name = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
+            table, jvm.scala.Some.apply(schema))
+        spark._jsparkSession.sessionState().catalog().invalidateCachedTable(name)

@@ -212,7 +212,7 @@ class WriterLock:
                     if attempt == 3:
                         raise
                     continue  # another writer set a stale lock aside meanwhile: try again
-                current = self.read()
+                current = self._read_written()
                 why = stale_reason(current, self.path)
                 if why is None:
                     return current
@@ -279,14 +279,28 @@ class WriterLock:
     def ensure_held(self) -> None:
         """LockError unless the lock file is still this holder's (checked before publishing
         and before completing: a lease that expired, or a forced unlock, means another
-        writer may be rolling this write back)."""
-        current = self.read()
+        writer may be rolling this write back). Under the mutex: the heartbeat's renewal
+        rewrites the file, which a look in the middle would find empty."""
+        with self._mutex:
+            current = self.read()
         if current.get("token") != self._holder.get("token"):
             raise LockLostError(
                 f"the writer lock {self.path} is no longer this writer's "
                 f"({describe_holder(current, self.path) if current else 'no lock'}): its lease "
                 f"expired or it was broken while this write ran. The write stops; the next "
                 f"writer (or sized_recover) rolls its unfinished instant back")
+
+    def _read_written(self, tries: int = 6, pause: float = 0.2) -> dict:
+        """The holder's record, looked at again for about a second while the file exists but
+        holds none: a writer creates the lock and then writes its record, and a renewal
+        rewrites it, so a look in between finds it empty; only a lock that stays empty (its
+        writer died between the two) is one with no holder."""
+        for _ in range(tries - 1):
+            current = self.read()
+            if current or not self.fs.exists(self.path):
+                return current
+            time.sleep(pause)
+        return self.read()
 
     def read(self) -> dict:
         try:

@@ -47,8 +47,7 @@ def test_a_writes_own_session_keeps_its_settings_from_the_model_beside_it(spark)
     spark.conf.set("spark.sql.adaptive.enabled", "true")
     spark.range(5).createOrReplaceTempView("sized_model_view")
     spark.table("sized_model_view").cache()
-    own = own_session(spark)
-    try:
+    with own_session(spark, "default", "sized_no_table") as own:
         assert own.conf.get("spark.sql.shuffle.partitions") == "4"
         with session_conf(own, {"spark.sql.shuffle.partitions": 1,
                                 "spark.sql.adaptive.enabled": "false"}):
@@ -58,5 +57,16 @@ def test_a_writes_own_session_keeps_its_settings_from_the_model_beside_it(spark)
             rows = own.sql("select id % 2 as k, count(*) as n from sized_model_view group by 1")
             assert sorted(tuple(r) for r in rows.collect()) == [(0, 3), (1, 2)]
         assert own.catalog.isCached("sized_model_view")
-    finally:
-        spark.catalog.dropTempView("sized_model_view")
+    spark.catalog.dropTempView("sized_model_view")
+
+
+def test_after_a_write_on_its_own_session_the_caller_reads_the_new_files(spark, schema):
+    """dbt runs a model's test on its session right after the write: it must list the
+    table's files again, not open the ones the write replaced (each session caches its
+    table relations, and the write's copy refreshed only its own)."""
+    spark.sql(f"CREATE TABLE {schema}.t (a INT) STORED AS PARQUET")
+    spark.sql(f"INSERT INTO {schema}.t VALUES (1)")
+    assert spark.table(f"{schema}.t").count() == 1  # the caller caches the relation
+    with own_session(spark, schema, "t") as own:
+        own.sql(f"INSERT OVERWRITE TABLE {schema}.t SELECT 2 UNION ALL SELECT 3")
+    assert sorted(r.a for r in spark.table(f"{schema}.t").collect()) == [2, 3]

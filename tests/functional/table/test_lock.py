@@ -126,3 +126,31 @@ def test_of_two_writers_that_judge_a_lock_stale_only_one_takes_it(spark, schema,
     first.ensure_held()
     first.release()
     assert not fs.exists(path)
+
+
+def test_a_lock_being_written_is_not_taken_for_one_without_holder(spark, schema, events):
+    """A writer creates the lock file and then writes its record (and a renewal rewrites
+    it): another writer that looks in between finds it empty. It looks again before it
+    judges: a record that arrives within a second is a live holder; only a lock that stays
+    empty (its writer died between the two) is taken over."""
+    from python_adapter.table.lock import WriterLock
+    table = TableRef(schema, "being_taken")
+    write_dataframe(spark, events(days=1), table, _cfg(), **QUIET)
+    fs, _location, path = _lock_file(spark, table)
+    live = _other_host(renewed_ago=0)
+    fs.write_bytes(path, b"")
+    late = threading.Timer(0.4, lambda: fs.write_bytes(path, json.dumps(live).encode(),
+                                                          overwrite=True))
+    late.start()
+    with pytest.raises(LockError, match="another-host"):
+        WriterLock(fs, path, log=lambda m: None).acquire("upsert", LockOptions(timeout=0))
+    late.join()
+    assert json.loads(fs.read_bytes(path))["token"] == live["token"]
+
+    fs.write_bytes(path, b"", overwrite=True)  # a writer that died between create and write
+    taken = []
+    mine = WriterLock(fs, path, log=taken.append)
+    mine.acquire("upsert", LockOptions(timeout=0))
+    assert any("the lock records no holder" in m for m in taken), taken
+    mine.ensure_held()
+    mine.release()
