@@ -109,8 +109,11 @@ def test_integration_project_builds_and_rebuilds_incrementally(tmp_path, target)
         assert "local filesystem as is (spark.master is spark://127.0.0.1:" in log
     if target == "cluster":
         return  # the incremental path is the same code; CI time goes to the upsert scenario
-    second = _dbt(project, home, target, "build", *small)
+    # the incremental build at 4 threads: models written at once on one session, each
+    # still holding every source row once in sized files (the project's data tests)
+    second = _dbt(project, home, target, "build", *small, "--threads", "4")
     assert second.returncode == 0, second.stdout[-4000:]
+    assert "Concurrency: 4 threads" in second.stdout
     assert "insert_overwrite:" in second.stdout
 
 
