@@ -20,7 +20,7 @@ from python_adapter.io.jvm_startup import class_archive_confs
 from python_adapter.io.spark_logging import quiet_logging_confs
 from python_adapter.report import write_report
 from python_adapter.spark.catalog import TableRef
-from python_adapter.spark.cluster_exec import ClusterResult, run_clustering
+from python_adapter.spark.cluster_exec import ClusterResult, run_clustering, run_compaction
 from python_adapter.spark.describe import TIMELINE_COLUMNS, read_layout, timeline_rows
 from python_adapter.spark.job import WriteResult
 from python_adapter.spark.locking import unlock_table
@@ -33,7 +33,7 @@ from python_adapter.spark.writer import write_dataframe
 __all__ = ["TableRef", "SizedConfig", "parse_config", "write_model", "write_dataframe",
            "layout", "layout_rows", "layout_limits_text", "file_rows", "file_columns", "layout_problems",
            "LAYOUT_COLUMNS", "timeline", "TIMELINE_COLUMNS", "rollback", "recover", "repair", "unlock",
-           "cluster", "report", "WriteResult", "ClusterResult", "RepairResult", "Layout",
+           "cluster", "compact", "report", "WriteResult", "ClusterResult", "RepairResult", "Layout",
            "STRATEGIES", "FS_CLASS", "embedded_confs", "quiet_logging_confs",
            "class_archive_confs"]
 
@@ -115,6 +115,20 @@ def cluster(spark: SparkSession, table: TableRef, cluster_by: Optional[Sequence[
     with own_session(spark, table.schema, table.identifier) as session:
         return run_clustering(session, table, cluster_by, strategy or "linear",
                               schedule_only=schedule_only, log=log, **given)
+
+
+@_names_unreadable_files
+def compact(spark: SparkSession, table: TableRef, options: Optional[Dict[str, Any]] = None,
+            partitions: Optional[Sequence[Any]] = None, schedule_only: bool = False,
+            log: Callable[[str], None] = print) -> ClusterResult:
+    """Bin-pack each partition's small files into files of the target size and split
+    oversized ones, rows in file order (no sort), then execute every pending plan.
+    options: target_file_size, small_file_limit, max_groups, max_bytes (None: the
+    default); partitions: values (or {column: value} mappings) to limit it to."""
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    with own_session(spark, table.schema, table.identifier) as session:
+        return run_compaction(session, table, given, partitions, schedule_only=schedule_only,
+                              log=log)
 
 
 def unlock(spark: SparkSession, table: TableRef, force: bool = False) -> str:

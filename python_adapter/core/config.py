@@ -234,3 +234,36 @@ def cluster_options(cluster_by: Union[str, Sequence[str]], strategy: str = "line
                           f"target_file_size {target_file_size!r}")
     groups = _positive_int("cluster_max_groups", max_groups) or 30
     return ClusterOptions(tuple(cluster_by), strategy, target, small, group, groups)
+
+
+@dataclass(frozen=True)
+class CompactOptions:
+    """A compaction plan's options: files below small_file_limit are bin-packed into files
+    of target_file_size; files above SPLIT_RATIO x target are split (Iceberg's rule)."""
+    target_file_size: int = 128 * 1000**2
+    small_file_limit: int = 100 * 1000**2
+    max_bytes_per_group: int = 16 * 128 * 1000**2
+    max_groups: int = 100
+    max_bytes: Optional[int] = None   # bytes read per run; None: no bound
+
+
+def compact_options(target_file_size: Optional[Union[int, float, str]] = None,
+                    small_file_limit: Optional[Union[int, float, str]] = None,
+                    max_groups: Optional[int] = None,
+                    max_bytes: Optional[Union[int, float, str]] = None,
+                    write_small_file_limit: Optional[int] = None) -> CompactOptions:
+    """Validated compaction options, errors naming the key; the limit defaults to the
+    table's own small_file_limit (write_small_file_limit) and each group holds up to 16
+    target files' worth, so one partition's small files are usually one group."""
+    target = _size("target_file_size", target_file_size, parse_size(DEFAULT_TARGET))
+    if target <= 0:
+        raise ConfigError(f"target_file_size: must be > 0, got {target_file_size!r}")
+    small = _size("small_file_limit", small_file_limit,
+                  write_small_file_limit or int(target * SMALL_FILE_RATIO))
+    if small <= 0:
+        raise ConfigError(f"small_file_limit: must be > 0, got {small_file_limit!r}")
+    limit = _size("max_bytes", max_bytes)
+    if limit is not None and limit <= 0:
+        raise ConfigError(f"max_bytes: must be > 0, got {max_bytes!r}")
+    groups = _positive_int("max_groups", max_groups) or 100
+    return CompactOptions(target, small, 16 * target, groups, limit)

@@ -11,6 +11,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from python_adapter.core.layout import Layout, LayoutFile, by_partition
 from python_adapter.core.sizes import format_size
+from python_adapter.table.timeline import is_clustering
 
 OVERSIZE_RATIO = 1.25          # a file above 1.25 x target counts as oversized
 
@@ -219,7 +220,7 @@ class ClusteringHistory:
 def clustering_history(instants: Sequence) -> Optional[ClusteringHistory]:
     """None when the table has never been clustered."""
     done = [i for i in sorted(instants, key=lambda i: i.instant)
-            if i.state == "completed" and i.action == "replacecommit"]
+            if i.state == "completed" and is_clustering(i)]
     if not done:
         return None
     last = done[-1]

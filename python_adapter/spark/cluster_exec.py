@@ -1,5 +1,7 @@
-"""Clustering on Spark: schedule a plan into the timeline, execute pending plans, and replace
-the old files with one `replacecommit` through the commit protocol.
+"""Table services on Spark, clustering and compaction: schedule a plan into the timeline,
+execute pending plans, and replace the old files with one `replacecommit` through the
+commit protocol. A compaction plan is a clustering plan whose strategy is `none`: its groups
+are rewritten with their rows in file order, not sorted.
 
 A scheduled plan is a `replacecommit.requested` instant whose `removed` entries list the
 files of each group (`file_group` = group id) and whose `extra` holds the strategy, the
@@ -16,12 +18,14 @@ replaces files that are still exactly as planned, so no update is lost.
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from python_adapter.core.clustering import plan_groups
-from python_adapter.core.config import ClusterOptions, cluster_options
+from python_adapter.core.compaction import SPLIT_RATIO, partition_filter, plan_compaction
+from python_adapter.core.config import ClusterOptions, cluster_options, compact_options
 from python_adapter.core.routing import routing_keys
 from python_adapter.core.sizes import format_duration, format_size
 from python_adapter.errors import ConfigError
@@ -52,14 +56,15 @@ class ClusterResult:
     seconds: float
     target_file_size: int = 0   # the unit family sizes are shown in
     groups_dropped: int = 0     # groups whose files a writer changed while they were rewritten
+    service: str = "clustering"
 
     @property
     def message(self) -> str:
         dropped = (f"; {self.groups_dropped} group(s) dropped (a writer changed their files "
                    f"meanwhile; planned again next time)" if self.groups_dropped else "")
-        return (f"clustering: {self.executed_plans} plan(s), {self.groups} groups, "
-                f"{self.files_replaced} files replaced by {self.files_written} "
-                f"({format_size(self.bytes, self.target_file_size)}) in "
+        return (f"{self.service}: {self.executed_plans} plan(s), {self.groups} groups, "
+                f"files {self.files_replaced} -> {self.files_written}, "
+                f"{format_size(self.bytes, self.target_file_size)} written in "
                 f"{format_duration(self.seconds)}{dropped}")
 
 
@@ -86,22 +91,42 @@ def run_clustering(spark: SparkSession, table: TableRef,
     """Schedule a plan (when cluster_by is given) and, unless schedule_only, execute every
     pending plan. The writer lock is held to schedule and to commit each plan, not while
     its groups are rewritten."""
+    def schedule(locked):
+        return _schedule(locked, cluster_by, strategy, option_overrides)
+    return _run_service(spark, table, "clustering", schedule if cluster_by else None,
+                        schedule_only, log)
+
+
+def run_compaction(spark: SparkSession, table: TableRef, options: Mapping[str, Any],
+                   partitions: Optional[Sequence[Any]] = None, schedule_only: bool = False,
+                   log: Callable[[str], None] = print) -> ClusterResult:
+    """Schedule a compaction plan of the table's small and oversized files (core/compaction)
+    and, unless schedule_only, execute every pending plan, as clustering does.
+    options: target_file_size, small_file_limit, max_groups, max_bytes (None: default)."""
+    def schedule(locked):
+        return _schedule_compaction(locked, dict(options), partitions)
+    return _run_service(spark, table, "compaction", schedule, schedule_only, log)
+
+
+def _run_service(spark, table, service, schedule, schedule_only, log) -> ClusterResult:
+    """A table service's run: schedule (when given) under the writer lock, then execute the
+    pending plans under the service lock, each committed under the writer lock."""
     start = time.monotonic()
-    with locked_table(spark, table, "clustering", log=log) as (info, fs, proto):
+    with locked_table(spark, table, service, log=log) as (info, fs, proto):
         locked = _Locked(spark, table, info, fs, proto, log)
-        scheduled = _schedule(locked, cluster_by, strategy, option_overrides) if cluster_by else 0
+        scheduled = schedule(locked) if schedule else 0
         plans = [] if schedule_only else scheduled_plans(proto.timeline)
-    result = ClusterResult(scheduled, 0, 0, 0, 0, 0, 0.0)
+    result = ClusterResult(scheduled, 0, 0, 0, 0, 0, 0.0, service=service)
     if plans:
-        service = WriterLock(fs, f"{proto.meta}/cluster.lock", log=log)
-        service.acquire("clustering")
+        service_lock = WriterLock(fs, f"{proto.meta}/cluster.lock", log=log)
+        service_lock.acquire(service)
         try:
             for plan in plans:
                 _execute(locked, plan, result)
         except Exception:  # not a crash: a crashed run keeps its lock, as a dead process does
-            service.release()
+            service_lock.release()
             raise
-        service.release()
+        service_lock.release()
     result.seconds = time.monotonic() - start
     log(result.message)
     return result
@@ -115,31 +140,82 @@ def _options(locked, cluster_by, strategy, overrides) -> ClusterOptions:
     if missing:
         raise ConfigError(f"cluster_by: column(s) {', '.join(missing)} not found in "
                           f"{locked.table.quoted}; its columns are {', '.join(columns)}")
-    last = next((i for i in reversed(locked.proto.timeline.completed(("commit",)))), None)
-    if last is not None and "target_file_size" in last.extra:
-        overrides.setdefault("target_file_size", int(last.extra["target_file_size"]))
+    last = _last_write(locked.proto)
+    if "target_file_size" in last:
+        overrides.setdefault("target_file_size", int(last["target_file_size"]))
         overrides.setdefault("write_small_file_limit",
-                             int(last.extra.get("small_file_limit", 0)) or None)
+                             int(last.get("small_file_limit", 0)) or None)
     return cluster_options(names, strategy, **overrides)
 
 
 def _schedule(locked, cluster_by, strategy, overrides) -> int:
     """Store a plan of the table's small files as a requested replacecommit; returns its
     number of groups."""
-    proto, log = locked.proto, locked.log
     options = _options(locked, cluster_by, strategy, overrides)
-    current = current_files(locked.fs, proto.location, proto.timeline, check=locked.name)
+    current = current_files(locked.fs, locked.proto.location, locked.proto.timeline,
+                            check=locked.name)
+    groups = plan_groups(_files_by_partition(current), options,
+                         excluded=pending_plan_files(locked.proto.timeline))
+    if not groups:
+        locked.log("clustering plan: no file below the clustering small-file limit")
+        return 0
+    extra = {"strategy": options.strategy, "cluster_by": ",".join(options.cluster_by),
+             "target_file_size": options.target_file_size}
+    _store_plan(locked, "cluster", groups, current, extra)
+    locked.log(f"clustering plan: {len(groups)} groups of {sum(len(g.files) for g in groups)} "
+               f"files ({format_size(sum(g.bytes for g in groups))}), strategy "
+               f"{options.strategy} on {', '.join(options.cluster_by)}")
+    return len(groups)
+
+
+def _schedule_compaction(locked, overrides, partitions) -> int:
+    """Store a compaction plan (small files bin-packed, oversized files split) as a
+    requested replacecommit; returns its number of groups."""
+    # The table's own target and limit, unless the call gives a target (the limit then
+    # follows it, as at write time).
+    last = {} if overrides.get("target_file_size") else _last_write(locked.proto)
+    options = compact_options(
+        overrides.get("target_file_size") or int(last.get("target_file_size", 0)) or None,
+        overrides.get("small_file_limit"), overrides.get("max_groups"),
+        overrides.get("max_bytes"), int(last.get("small_file_limit", 0)) or None)
+    wanted = partition_filter(locked.info.partition_columns, partitions)
+    current = current_files(locked.fs, locked.proto.location, locked.proto.timeline,
+                            check=locked.name)
+    by_part = {p: files for p, files in _files_by_partition(current).items() if wanted(p)}
+    groups = plan_compaction(by_part, options, excluded=pending_plan_files(locked.proto.timeline))
+    if not groups:
+        locked.log(f"compaction plan: nothing to compact (no partition holds two files below "
+                   f"{format_size(options.small_file_limit, options.target_file_size)} or a "
+                   f"file above {SPLIT_RATIO} x target)")
+        return 0
+    extra = {"strategy": "none", "cluster_by": "", "target_file_size": options.target_file_size}
+    _store_plan(locked, "compact", groups, current, extra)
+    files = sum(len(g.files) for g in groups)
+    locked.log(f"compaction plan: {len(groups)} groups in "
+               f"{len({g.partition for g in groups})} partitions, {files} files "
+               f"({format_size(sum(g.bytes for g in groups), options.target_file_size)}) -> "
+               f"{sum(g.output_files for g in groups)} files")
+    return len(groups)
+
+
+def _last_write(proto) -> Mapping[str, str]:
+    """The extra of the table's last completed write (its target and small-file limit)."""
+    last = next((i for i in reversed(proto.timeline.completed(("commit",)))), None)
+    return last.extra if last is not None else {}
+
+
+def _files_by_partition(current) -> Dict[str, list]:
     by_part = {}
     for f in current:
         by_part.setdefault(f.partition, []).append((f.path, f.bytes))
-    groups = plan_groups(by_part, options, excluded=pending_plan_files(proto.timeline))
-    if not groups:
-        log("clustering plan: no file below the clustering small-file limit")
-        return 0
+    return by_part
+
+
+def _store_plan(locked, operation, groups, current, extra) -> None:
+    """The groups as a scheduled replacecommit: their files in `removed` (file_group = the
+    group id), each group's output file count in extra."""
     entry = {f.path: f for f in current}
-    extra = {"scheduled": "true", "strategy": options.strategy,
-             "cluster_by": ",".join(options.cluster_by),
-             "target_file_size": options.target_file_size}
+    extra = {"scheduled": "true", **extra}
     removed = []
     for g in groups:
         extra[f"group.{g.group_id}.output_files"] = g.output_files
@@ -147,13 +223,9 @@ def _schedule(locked, cluster_by, strategy, overrides) -> int:
             f = entry[rel]
             removed.append(FileEntry(f.partition, f.path, f.rows, f.bytes, g.group_id, "",
                                      f.key_min, f.key_max))
-    instant = proto.request("cluster", locked.info.partition_columns, action="replacecommit",
-                            extra=extra)
-    proto.timeline.write(instant.with_state("requested", removed=tuple(removed)))
-    log(f"clustering plan: {len(groups)} groups of {sum(len(g.files) for g in groups)} files "
-        f"({format_size(sum(g.bytes for g in groups))}), strategy {options.strategy} "
-        f"on {', '.join(options.cluster_by)}")
-    return len(groups)
+    instant = locked.proto.request(operation, locked.info.partition_columns,
+                                   action="replacecommit", extra=extra)
+    locked.proto.timeline.write(instant.with_state("requested", removed=tuple(removed)))
 
 
 def _still_as_planned(plan, current, log):
@@ -198,7 +270,7 @@ def _execute(locked, plan, result: ClusterResult) -> None:
         valid = _still_as_planned(plan, current, locked.log)
         kept = {g for job, _out in staged for g in job if g in valid}
         catalog = SparkCatalog(spark, fs, locked.table, proto.location, locked.log)
-        with Transaction(proto, catalog, "cluster", info.partition_columns,
+        with Transaction(proto, catalog, plan.operation, info.partition_columns,
                          planned=plan) as txn:
             added = [e for job, out in staged for e in staged_entries(spark, fs, out)
                      if _group_of(job, e) in kept]
@@ -230,6 +302,7 @@ def _write_groups(locked, plan, groups, staging):
     spark, log = locked.spark, locked.log
     cluster_by = plan.extra["cluster_by"].split(",")
     strategy = plan.extra["strategy"]
+    verb = "compacting" if strategy == "none" else "clustering"
     schema = spark.table(locked.name).schema
     pcols = locked.info.partition_columns
     outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in groups}
@@ -244,16 +317,18 @@ def _write_groups(locked, plan, groups, staging):
         rel_paths = [f.path for g in job for f in groups[g]]
         first, done = done + 1, done + len(job)
         which = f"group {first}" if len(job) == 1 else f"groups {first}-{done}"
-        log(f"clustering {which} of {len(groups)}: {len(rel_paths)} files, {strategy} on "
-            f"{', '.join(cluster_by)}")
+        how = "in file order" if strategy == "none" else f"{strategy} on {', '.join(cluster_by)}"
+        log(f"{verb} {which} of {len(groups)}: {len(rel_paths)} files, {how}")
         out = f"{staging}/job-{k}"
+        files_by_group = {g: [f.path for f in groups[g]] for g in job}
         try:
             df = read_files(spark, locked.proto.location, schema, rel_paths)
-            if len(job) == 1:
+            if strategy == "none":
+                rows = in_file_order(spark, df, files_by_group, outputs[job[0]], pcols)
+            elif len(job) == 1:
                 rows = order_rows(df, cluster_by, strategy, outputs[job[0]])
             else:
-                rows = one_file_per_group(spark, df, {g: [f.path for f in groups[g]] for g in job},
-                                          cluster_by, strategy, pcols)
+                rows = one_file_per_group(spark, df, files_by_group, cluster_by, strategy, pcols)
             rows.write.partitionBy(*pcols).mode("append").parquet(out)
         except Exception:
             if _all_in_place(locked, [f for g in job for f in groups[g]]):
@@ -283,6 +358,32 @@ def one_file_per_group(spark: SparkSession, df: DataFrame,
     routed = with_file_values(spark, df, pcols, route, "__sized_route") \
         .repartition(len(keys), "__sized_route")
     return _sort_within(routed.drop("__sized_route"), cluster_by, strategy, data_cols)
+
+
+def in_file_order(spark: SparkSession, df: DataFrame,
+                  files_by_group: Mapping[str, Sequence[str]], num_files: int,
+                  pcols: Sequence[str] = ()) -> DataFrame:
+    """Compaction's rows, unsorted: each file's rows in their order in the file, the files
+    one after another. Groups that each become one file: group i to task i. A single group
+    of `num_files` files: contiguous ranges of that order, one per task. The order key is
+    the file's place (_metadata can only be read off the scan, so one join gives both the
+    group and the file) times 2^40 plus the row's index in its file."""
+    order = [(g, rel) for g in sorted(files_by_group) for rel in files_by_group[g]]
+    place = {rel: i for i, (_g, rel) in enumerate(order)}
+    group_of = [sorted(files_by_group).index(g) for g, _rel in order]
+    data_cols = df.columns
+    keyed = with_file_values(spark, df.withColumn("__sized_row", F.col("_metadata.row_index")),
+                             pcols, place, "__sized_file")
+    key = F.col("__sized_file") * F.lit(1 << 40) + F.col("__sized_row")
+    keyed = keyed.withColumn("__sized_order", key)
+    if len(files_by_group) == 1:
+        ranged = keyed.repartitionByRange(num_files, "__sized_order")
+    else:
+        keys = routing_keys(len(files_by_group))
+        route = F.element_at(F.array(*[F.lit(keys[i]) for i in group_of]),
+                             F.col("__sized_file").cast("int") + 1)
+        ranged = keyed.repartition(len(keys), route)
+    return ranged.sortWithinPartitions("__sized_order").select(*data_cols)
 
 
 def _sort_within(df, cluster_by, strategy, data_cols):

@@ -13,7 +13,7 @@ from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.job import resolve_names
 from python_adapter.spark.locking import open_table
 from python_adapter.table.files import current_files
-from python_adapter.table.timeline import Timeline
+from python_adapter.table.timeline import Timeline, is_clustering
 
 TIMELINE_COLUMNS = ["instant", "time", "action", "state", "operation", "files_added",
                     "files_removed", "rows", "bytes", "size"]
@@ -36,7 +36,8 @@ def read_layout(spark: SparkSession, table: TableRef,
     current = current_files(fs, location)
     target, small = _written_with(timeline)
     if cluster_by is None:
-        clustered = next((i for i in reversed(timeline.completed(actions=("replacecommit",)))), None)
+        clustered = next((i for i in reversed(timeline.completed(actions=("replacecommit",)))
+                          if is_clustering(i)), None)
         cluster_by = clustered.extra["cluster_by"].split(",") if clustered else []
     cluster_by = resolve_names([cluster_by] if isinstance(cluster_by, str) else cluster_by,
                                info.column_names) if cluster_by else ()

@@ -282,6 +282,11 @@ def learned_bytes_per_row(timeline: Timeline) -> Optional[float]:
     return size / rows if rows else None
 
 
+def is_clustering(instant: Instant) -> bool:
+    """A clustering's replacecommit; a compaction's (strategy none) orders by no column."""
+    return instant.action == "replacecommit" and bool(instant.extra.get("cluster_by"))
+
+
 def scheduled_plans(timeline: Timeline) -> List[Instant]:
     """The clustering plans waiting to be executed."""
     return [i for i in timeline.pending()

@@ -117,6 +117,16 @@ class SizedSparkAdapter(SparkAdapter):
         return result.message
 
     @available
+    def sized_compact(self, relation, partitions=None, schedule_only=False,
+                      options: Optional[Dict[str, Any]] = None) -> str:
+        """Bin-pack small files and split oversized ones, rows in file order; returns what
+        it did (groups, files before -> after, bytes, time)."""
+        spark = self.connections.spark_session("sized_compact")
+        result = _engine_call("sized_compact", api.compact, spark, self._table_ref(relation),
+                              options, partitions, bool(schedule_only), log=logger.info)
+        return result.message
+
+    @available
     def sized_layout_problems(self, relation, max_small_files_per_partition=None,
                               max_file_size_ratio=None, small_file_limit=None,
                               target_file_size=None) -> List[List[str]]:

@@ -131,7 +131,7 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
     assert crashed.returncode != 0
     # The rest runs in one dbt process (dbtRunner), as an orchestrator would run it.
     report = project / "orders.html"
-    recovered, check, rerun, timeline, clustered, check2, layout, out = _dbt_steps(
+    recovered, check, rerun, timeline, clustered, check2, layout, out, compacted = _dbt_steps(
         project, home, target,
         ["run-operation", "sized_recover", "--args", "{relation: sized_it.orders}"],
         ["test", "--select", "orders_hold_each_key_once"],
@@ -142,7 +142,9 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
         ["test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 2}"],
         ["run-operation", "sized_layout", "--args", "{relation: sized_it.orders}"],
         ["run-operation", "sized_report", "--args",
-         f"{{relation: sized_it.orders, path: 'file://{report}'}}"])
+         f"{{relation: sized_it.orders, path: 'file://{report}'}}"],
+        ["run-operation", "sized_compact", "--args",
+         "{relation: sized_it.orders, partitions: [2025-03-01]}"])
     # its stale lock and half-published instant are recovered: the table is as after batch 1
     assert recovered.returncode == 0, recovered.stdout[-4000:]
     assert "recovering stale writer lock" in recovered.stdout
@@ -164,6 +166,10 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
     assert out.returncode == 0, out.stdout[-4000:]
     html = report.read_text()
     assert "day=2025-03-01" in html and "hilbert" in html and "http" not in html
+    # clustering left the day sized: a compaction of it finds nothing to do
+    assert compacted.returncode == 0, compacted.stdout[-4000:]
+    assert "compaction plan: nothing to compact" in compacted.stdout
+    assert "sized_it.orders: compaction: 0 plan(s)" in compacted.stdout
 
 
 def test_bad_config_and_damaged_files_fail_the_model_with_the_way_out(mini):

@@ -1,0 +1,102 @@
+"""Compaction plans: the table's own sizes restored without a sort. Pure.
+
+Per partition, the files below the compaction limit are bin-packed, largest first, into
+groups of at most `max_bytes_per_group`, each rewritten as ceil(bytes / target) files with
+its rows in file order; a file above SPLIT_RATIO x target is split into ceil(bytes /
+target) files (Iceberg's rewrite rule). A group that would not reduce its files (one small
+file alone in its partition, or files that fill their outputs already) is left out: it
+would rewrite bytes for nothing. Groups share clustering's record (ClusterGroup) and plan
+instant, so executing and committing them is clustering's code.
+"""
+import math
+from typing import Any, Callable, Collection, List, Mapping, Optional, Sequence, Tuple
+
+from python_adapter.core.clustering import ClusterGroup
+from python_adapter.core.config import CompactOptions
+from python_adapter.core.partitions import parse_partition_path
+from python_adapter.errors import ConfigError
+
+SPLIT_RATIO = 1.8
+
+
+def plan_compaction(files_by_partition: Mapping[str, Sequence[Tuple[str, int]]],
+                    options: CompactOptions, excluded: Collection[str] = ()
+                    ) -> List[ClusterGroup]:
+    """{partition: [(rel path, bytes)]} -> [ClusterGroup], at most options.max_groups
+    groups and options.max_bytes bytes (the first groups, in partition order); files in
+    `excluded` (already in a pending plan) are left out."""
+    candidates = []
+    for part in sorted(files_by_partition):
+        files = [(rel, size) for rel, size in files_by_partition[part] if rel not in excluded]
+        candidates += _partition_groups(part, files, options)
+    groups, total = [], 0
+    for g in candidates:
+        if len(groups) == options.max_groups:
+            break
+        if options.max_bytes is not None and groups and total + g.bytes > options.max_bytes:
+            break
+        groups.append(ClusterGroup(f"g{len(groups)}", g.partition, g.files, g.output_files))
+        total += g.bytes
+    return groups
+
+
+def _partition_groups(part, files, options):
+    target = options.target_file_size
+    big = [f for f in files if f[1] > SPLIT_RATIO * target]
+    small = sorted((f for f in files if f[1] < options.small_file_limit and f not in big),
+                   key=lambda f: (-f[1], f[0]))
+    groups = [ClusterGroup("", part, (f,), math.ceil(f[1] / target)) for f in big]
+    current = []
+    for f in small:
+        if current and sum(s for _, s in current) + f[1] > options.max_bytes_per_group:
+            groups.append(_packed(part, current, target))
+            current = []
+        current.append(f)
+    if current:
+        groups.append(_packed(part, current, target))
+    return [g for g in groups if g.output_files != len(g.files)]
+
+
+def _packed(part, files, target):
+    total = sum(size for _, size in files)
+    return ClusterGroup("", part, tuple(files), max(1, math.ceil(total / target)))
+
+
+def partition_filter(partition_columns: Sequence[str],
+                     wanted: Optional[Sequence[Any]]) -> Callable[[str], bool]:
+    """Whether a partition directory ('day=2025-01-01') is one of `wanted`: values of a table
+    with one partition column, or {column: value} mappings (any subset of the columns).
+    None: every partition. ConfigError naming the key and the value for an unknown column,
+    an unpartitioned table or a value that is neither."""
+    if wanted is None:
+        return lambda rel: True
+    if isinstance(wanted, (str, bytes)) or not isinstance(wanted, (list, tuple)):
+        wanted = [wanted]
+    if not partition_columns:
+        raise ConfigError(f"partitions: {list(wanted)!r} given, but the table is not "
+                          f"partitioned")
+    specs = [_spec(partition_columns, w) for w in wanted]
+
+    def matches(rel: str) -> bool:
+        values = dict(parse_partition_path(rel))
+        return any(all(values.get(c) == v for c, v in spec.items()) for spec in specs)
+    return matches
+
+
+def _spec(pcols, entry):
+    if isinstance(entry, Mapping):
+        known = {c.lower(): c for c in pcols}
+        unknown = [k for k in entry if str(k).lower() not in known]
+        if unknown:
+            raise ConfigError(f"partitions: {dict(entry)!r} names {', '.join(map(str, unknown))}, "
+                              f"not a partition column of the table ({', '.join(pcols)})")
+        return {known[str(k).lower()]: _text(v) for k, v in entry.items()}
+    if len(pcols) > 1:
+        raise ConfigError(f"partitions: {entry!r} is one value, but the table is partitioned "
+                          f"by {', '.join(pcols)}; give {{column: value}} mappings")
+    return {pcols[0]: _text(entry)}
+
+
+def _text(value):
+    """A value as its partition directory writes it (dates from YAML are date objects)."""
+    return None if value is None else str(value)
