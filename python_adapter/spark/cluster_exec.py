@@ -32,6 +32,7 @@ from python_adapter.errors import ConfigError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import SparkCatalog, TableInfo, TableRef
 from python_adapter.spark.curve_keys import with_curve_key
+from python_adapter.spark.local_table import local_table
 from python_adapter.spark.locking import locked_table
 from python_adapter.spark.staging import staged_entries
 from python_adapter.spark.table_files import read_files, with_file_values
@@ -287,57 +288,73 @@ def _execute(locked, plan, result: ClusterResult) -> None:
 
 
 def _group_of(job: Sequence[str], entry: FileEntry) -> str:
-    """The group a staged file belongs to: a job's only group, or, in a job of one-file
-    groups, the group its task wrote (group i of the sorted ids went to task i, and Spark
-    names a task's file part-<task id>)."""
+    """The group a staged file belongs to: a job's only group, or the group its task wrote
+    (`job` lists the group of each task, and Spark names a task's file part-<task id>)."""
     if len(job) == 1:
         return job[0]
-    return sorted(job)[int(re.match(r"part-(\d+)", entry.path.rsplit("/", 1)[-1]).group(1))]
+    return job[int(re.match(r"part-(\d+)", entry.path.rsplit("/", 1)[-1]).group(1))]
 
 
 def _write_groups(locked, plan, groups, staging):
     """Each group's rows, ordered, written as its planned number of files, one directory per
-    Spark job under staging; returns [(the job's group ids, its directory)]. A job whose
-    files a writer moved meanwhile (the read fails) is left out: its groups are dropped."""
-    spark, log = locked.spark, locked.log
-    cluster_by = plan.extra["cluster_by"].split(",")
+    Spark job under staging; returns [(the group each task of the job wrote, its
+    directory)]. A job whose files a writer moved meanwhile (the read fails) is left out:
+    its groups are dropped."""
     strategy = plan.extra["strategy"]
-    verb = "compacting" if strategy == "none" else "clustering"
-    schema = spark.table(locked.name).schema
-    pcols = locked.info.partition_columns
     outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in groups}
-    single = [g for g in groups if outputs[g] == 1]
-    # Groups that become one file: one job, group i written whole by task i.
-    jobs = [single] if single else []
-    # Larger groups: one job each, range-partitioned within the group only, so a file
-    # never straddles two groups and each group gives exactly its planned files.
-    jobs += [[g] for g in groups if outputs[g] > 1]
+    if not groups:  # a plan a crash cut short before its files were recorded
+        return []
+    if strategy == "none":
+        # Compaction: one job for every group, one task per output file.
+        jobs = [[g for g in sorted(groups) for _ in range(outputs[g])]]
+    else:
+        # Groups that become one file: one job, group i (of the sorted ids) written whole
+        # by task i. Larger groups: one job each, range-partitioned within the group only,
+        # so a file never straddles two groups and each group gives exactly its files.
+        single = sorted(g for g in groups if outputs[g] == 1)
+        jobs = ([single] if single else []) + [[g] for g in groups if outputs[g] > 1]
     done, staged = 0, []
     for k, job in enumerate(jobs):
-        rel_paths = [f.path for g in job for f in groups[g]]
-        first, done = done + 1, done + len(job)
-        which = f"group {first}" if len(job) == 1 else f"groups {first}-{done}"
-        how = "in file order" if strategy == "none" else f"{strategy} on {', '.join(cluster_by)}"
-        log(f"{verb} {which} of {len(groups)}: {len(rel_paths)} files, {how}")
+        ids = list(dict.fromkeys(job))
+        first, done = done + 1, done + len(ids)
+        which = f"group {first}" if len(ids) == 1 else f"groups {first}-{done}"
         out = f"{staging}/job-{k}"
-        files_by_group = {g: [f.path for f in groups[g]] for g in job}
         try:
-            df = read_files(spark, locked.proto.location, schema, rel_paths)
-            if strategy == "none":
-                rows = in_file_order(spark, df, files_by_group, outputs[job[0]], pcols)
-            elif len(job) == 1:
-                rows = order_rows(df, cluster_by, strategy, outputs[job[0]])
-            else:
-                rows = one_file_per_group(spark, df, files_by_group, cluster_by, strategy, pcols)
-            rows.write.partitionBy(*pcols).mode("append").parquet(out)
+            _write_job(locked, plan, {g: groups[g] for g in ids}, outputs, (which, out))
         except Exception:
-            if _all_in_place(locked, [f for g in job for f in groups[g]]):
+            if _all_in_place(locked, [f for g in ids for f in groups[g]]):
                 raise
-            log(f"clustering {which}: a writer replaced some of its files meanwhile; dropped")
+            locked.log(f"{which}: a writer replaced some of its files meanwhile; dropped")
             locked.fs.delete(out)
             continue
         staged.append((job, out))
     return staged
+
+
+def _write_job(locked, plan, groups, outputs, where) -> None:
+    """One Spark job writing `groups` (their planned files each) into the directory out."""
+    which, out = where
+    spark, pcols = locked.spark, locked.info.partition_columns
+    cluster_by, strategy = plan.extra["cluster_by"].split(","), plan.extra["strategy"]
+    rel_paths = [f.path for g in groups for f in groups[g]]
+    how = "in file order" if strategy == "none" else f"{strategy} on {', '.join(cluster_by)}"
+    total = sum(outputs[g] for g in groups)
+    locked.log(f"{'compacting' if strategy == 'none' else 'clustering'} {which} of "
+               f"{_group_count(plan)}: {len(rel_paths)} files -> {total}, {how}")
+    df = read_files(spark, locked.proto.location, spark.table(locked.name).schema, rel_paths)
+    if strategy == "none":
+        rows = in_file_order(spark, df, groups, outputs, pcols)
+    elif len(groups) == 1:
+        rows = order_rows(df, cluster_by, strategy, outputs[next(iter(groups))])
+    else:
+        rows = one_file_per_group(spark, df, {g: [f.path for f in files]
+                                              for g, files in groups.items()},
+                                  cluster_by, strategy, pcols)
+    rows.write.partitionBy(*pcols).mode("append").parquet(out)
+
+
+def _group_count(plan) -> int:
+    return len({f.file_group for f in plan.removed})
 
 
 def _all_in_place(locked, files) -> bool:
@@ -360,30 +377,47 @@ def one_file_per_group(spark: SparkSession, df: DataFrame,
     return _sort_within(routed.drop("__sized_route"), cluster_by, strategy, data_cols)
 
 
-def in_file_order(spark: SparkSession, df: DataFrame,
-                  files_by_group: Mapping[str, Sequence[str]], num_files: int,
-                  pcols: Sequence[str] = ()) -> DataFrame:
-    """Compaction's rows, unsorted: each file's rows in their order in the file, the files
-    one after another. Groups that each become one file: group i to task i. A single group
-    of `num_files` files: contiguous ranges of that order, one per task. The order key is
-    the file's place (_metadata can only be read off the scan, so one join gives both the
-    group and the file) times 2^40 plus the row's index in its file."""
-    order = [(g, rel) for g in sorted(files_by_group) for rel in files_by_group[g]]
-    place = {rel: i for i, (_g, rel) in enumerate(order)}
-    group_of = [sorted(files_by_group).index(g) for g, _rel in order]
-    data_cols = df.columns
+def in_file_order(spark: SparkSession, df: DataFrame, groups: Mapping[str, Sequence[FileEntry]],
+                  outputs: Mapping[str, int], pcols: Sequence[str] = ()) -> DataFrame:
+    """Compaction's rows, unsorted, in one task per output file: the groups (sorted by id)
+    take consecutive tasks, outputs[g] each, and a group's rows, counted through its files
+    in their order and each file's rows in their order in it (_metadata.row_index), are cut
+    into outputs[g] equal runs. Within a task, rows keep that order. Rows per file come from
+    the timeline; a file whose count is unknown is counted first."""
+    files = [f for g in sorted(groups) for f in groups[g]]
+    rows_of = _rows_per_file(spark, df, files, pcols)
+    slices, task = [], 0
+    for g in sorted(groups):
+        offset, total = 0, max(1, sum(rows_of[f.path] for f in groups[g]))
+        for f in groups[g]:
+            slices.append((len(slices), offset, outputs[g], total, task))
+            offset += rows_of[f.path]
+        task += outputs[g]
     keyed = with_file_values(spark, df.withColumn("__sized_row", F.col("_metadata.row_index")),
-                             pcols, place, "__sized_file")
-    key = F.col("__sized_file") * F.lit(1 << 40) + F.col("__sized_row")
-    keyed = keyed.withColumn("__sized_order", key)
-    if len(files_by_group) == 1:
-        ranged = keyed.repartitionByRange(num_files, "__sized_order")
-    else:
-        keys = routing_keys(len(files_by_group))
-        route = F.element_at(F.array(*[F.lit(keys[i]) for i in group_of]),
-                             F.col("__sized_file").cast("int") + 1)
-        ranged = keyed.repartition(len(keys), route)
-    return ranged.sortWithinPartitions("__sized_order").select(*data_cols)
+                             pcols, {f.path: i for i, f in enumerate(files)}, "__sized_file")
+    cuts = local_table(spark, [("__sized_file", "bigint"), ("__sized_offset", "bigint"),
+                               ("__sized_n", "bigint"), ("__sized_total", "bigint"),
+                               ("__sized_first", "bigint")], slices)
+    keys = local_table(spark, [("__sized_task", "bigint"), ("__sized_route", "bigint")],
+                       list(enumerate(routing_keys(task))))
+    position = F.col("__sized_offset") + F.col("__sized_row")
+    slice_of = F.col("__sized_first") + F.floor(position * F.col("__sized_n") / F.col("__sized_total"))
+    routed = (keyed.join(F.broadcast(cuts), "__sized_file")
+              .withColumn("__sized_task", slice_of.cast("bigint"))
+              .join(F.broadcast(keys), "__sized_task"))
+    return (routed.repartition(task, "__sized_route")
+            .sortWithinPartitions("__sized_file", "__sized_row").select(*df.columns))
+
+
+def _rows_per_file(spark, df, files, pcols) -> Dict[str, int]:
+    """{rel path: rows}: the timeline's counts, and one aggregation for unknown ones."""
+    counts = {f.path: f.rows for f in files}
+    unknown = [p for p, n in counts.items() if n < 0]
+    if unknown:
+        ids = with_file_values(spark, df, pcols, {p: i for i, p in enumerate(unknown)}, "__f")
+        for i, n in ids.groupBy("__f").count().collect():
+            counts[unknown[i]] = n
+    return counts
 
 
 def _sort_within(df, cluster_by, strategy, data_cols):
