@@ -43,6 +43,7 @@ class SizedConfig:
     cluster_by: Tuple[str, ...] = ()
     cluster_strategy: str = "linear"
     cluster_every_n_commits: int = 0
+    compact_every_n_commits: int = 0
     delete_column: Optional[str] = None
     precombine_column: Optional[str] = None
     on_schema_change: str = "ignore"
@@ -164,6 +165,9 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
         cluster_strategy=_choice("cluster_strategy", raw.get("cluster_strategy"),
                                  CLUSTER_STRATEGIES, "linear"),
         cluster_every_n_commits=cluster_every,
+        compact_every_n_commits=_positive_int("compact_every_n_commits",
+                                              raw.get("compact_every_n_commits"),
+                                              allow_zero=True) or 0,
         delete_column=_optional_name("delete_column", raw.get("delete_column")),
         precombine_column=_optional_name("precombine_column", raw.get("precombine_column")),
         on_schema_change=_choice("on_schema_change", raw.get("on_schema_change"),

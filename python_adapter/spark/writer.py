@@ -22,7 +22,7 @@ from python_adapter.spark.catalog import (SparkCatalog, TableInfo, TableRef, cre
 from python_adapter.spark.distribution import distribute
 from python_adapter.spark.job import (Progress, RowChanges, Staged, WriteJob, WriteResult,
                                       resolve_names, worth_caching)
-from python_adapter.spark.cluster_exec import run_clustering
+from python_adapter.spark.cluster_exec import run_clustering, run_compaction
 from python_adapter.spark.locking import locked_locations, open_table
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
 from python_adapter.spark.staging import bytes_per_row, staged_entries
@@ -31,21 +31,22 @@ from python_adapter.table.faults import fault_point
 from python_adapter.table.lock import LockOptions
 from python_adapter.table.files import current_files
 from python_adapter.table.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
-                                           PREVIOUS_TYPE, Timeline, meta_dir_of)
+                                           PREVIOUS_TYPE, Instant, Timeline, is_clustering,
+                                           meta_dir_of)
 from python_adapter.table.transaction import Transaction
 
 
 def write_dataframe(spark: SparkSession, df: DataFrame, table: TableRef, cfg: SizedConfig,
                     full_refresh: bool = False, log: Callable[[str], None] = print) -> WriteResult:
-    """Write df into `table` as cfg says; then cluster inline when `cluster_every_n_commits`
-    is due."""
+    """Write df into `table` as cfg says; then cluster or compact inline when
+    `cluster_every_n_commits` or `compact_every_n_commits` is due."""
     check_columns(cfg, df.columns)
     progress = Progress(log, f"{table.schema}.{table.identifier}")
     fs = HadoopFS(spark)
     job = WriteJob(spark, fs, None, df, table, cfg, resolve_names(cfg.partition_by, df.columns),
                    progress)
     result = _write_locked(job, full_refresh)
-    _cluster_if_due(job)
+    _services_if_due(job)
     return result
 
 
@@ -74,31 +75,55 @@ def _write_locked(job: WriteJob, full_refresh: bool) -> WriteResult:
     raise WriteError(f"{table.quoted} kept moving while it was being locked; try again")
 
 
-def commits_since_clustering(timeline: Timeline) -> int:
-    """Write commits since the table's last clustering."""
+def commits_since(timeline: Timeline, service: Callable[[Instant], bool]) -> int:
+    """Write commits since the last completed instant `service` picks."""
     n = 0
     for inst in reversed(timeline.completed()):
-        if inst.action == "replacecommit":
+        if service(inst):
             break
         if inst.action == "commit":
             n += 1
     return n
 
 
-def _cluster_if_due(job: WriteJob) -> None:
+def _rewritten(instant: Instant) -> bool:
+    """A clustering or a compaction: either leaves the files it replaced sized."""
+    return instant.action == "replacecommit"
+
+
+def _services_if_due(job: WriteJob) -> None:
+    """Inline clustering when `cluster_every_n_commits` commits were written since the
+    last clustering, else compaction when `compact_every_n_commits` were since the last
+    clustering or compaction. A table that is locked (a service running) waits for the
+    next write: this one is committed."""
     cfg = job.cfg
-    if not (cfg.cluster_every_n_commits and cfg.cluster_by):
+    if not (cfg.cluster_every_n_commits and cfg.cluster_by) and not cfg.compact_every_n_commits:
         return
     _info, fs, location = open_table(job.spark, job.table)
-    since = commits_since_clustering(Timeline(fs, location))
-    if since >= cfg.cluster_every_n_commits:
-        job.progress(f"inline clustering: {since} commits since the last clustering")
-        try:
-            run_clustering(job.spark, job.table, cfg.cluster_by, cfg.cluster_strategy,
-                           log=job.progress, target_file_size=cfg.target_file_size,
-                           write_small_file_limit=cfg.small_file_limit or None)
-        except LockError as exc:  # the write is committed; clustering waits for the next one
-            job.progress(f"inline clustering skipped: {exc}")
+    timeline = Timeline(fs, location)
+    clustering = commits_since(timeline, is_clustering)
+    if cfg.cluster_by and cfg.cluster_every_n_commits and \
+            clustering >= cfg.cluster_every_n_commits:
+        job.progress(f"inline clustering: {clustering} commits since the last clustering")
+        _inline(job, "clustering", lambda: run_clustering(
+            job.spark, job.table, cfg.cluster_by, cfg.cluster_strategy, log=job.progress,
+            target_file_size=cfg.target_file_size,
+            write_small_file_limit=cfg.small_file_limit or None))
+        return
+    since = commits_since(timeline, _rewritten)
+    if cfg.compact_every_n_commits and since >= cfg.compact_every_n_commits:
+        job.progress(f"inline compaction: {since} commits since the last compaction")
+        _inline(job, "compaction", lambda: run_compaction(
+            job.spark, job.table, {"target_file_size": cfg.target_file_size,
+                                   "small_file_limit": cfg.small_file_limit or None},
+            log=job.progress))
+
+
+def _inline(job, service, run) -> None:
+    try:
+        run()
+    except LockError as exc:  # the write is committed; the service waits for the next one
+        job.progress(f"inline {service} skipped: {exc}")
 
 
 def _table_or_none(spark, table):

@@ -154,6 +154,26 @@ def test_inline_clustering_every_n_commits(spark, schema):
     assert spark.table(f"{schema}.inline").count() == 600
 
 
+def test_inline_compaction_every_n_commits_after_clustering_or_compaction(spark, schema):
+    """compact_every_n_commits: after N writes since the last clustering or compaction the
+    write compacts its table; a clustering resets the count, as it sizes files too."""
+    table = TableRef(schema, "inline_cp")
+    cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
+                        "target_file_size": 64_000, "small_file_limit": 0,
+                        "compact_every_n_commits": 3})
+    logs = []
+    for b in range(3):
+        write_dataframe(spark, arrivals(spark, b, rows=300), table, cfg, log=logs.append)
+        assert any("inline compaction: 3 commits" in m for m in logs) == (b == 2), logs
+    assert all(len(f) == 1 for f in files_by_partition(spark, schema, "inline_cp").values())
+    run_clustering(spark, table, ["session"], **QUIET)
+    logs.clear()
+    for b in range(3, 5):
+        write_dataframe(spark, arrivals(spark, b, rows=300), table, cfg, log=logs.append)
+    assert not any("inline compaction" in m for m in logs)
+    assert spark.table(f"{schema}.inline_cp").count() == 1500
+
+
 def _pending_table(spark, schema, name):
     """An upsert table of small files with a clustering plan scheduled over them."""
     table = TableRef(schema, name)

@@ -62,6 +62,7 @@ def test_small_file_limit_defaults_below_a_custom_target():
     ({"bytes_per_row": 0}, "bytes_per_row", "0"),
     ({"cluster_every_n_commits": -1}, "cluster_every_n_commits", "-1"),
     ({"cluster_every_n_commits": 3}, "cluster_by", "cluster_by"),
+    ({"compact_every_n_commits": "often"}, "compact_every_n_commits", "often"),
     ({"on_schema_change": "explode"}, "on_schema_change", "explode"),
     ({"file_format": "delta"}, "file_format", "delta"),
     ({"partition_by": 5}, "partition_by", "5"),
