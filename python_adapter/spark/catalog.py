@@ -8,6 +8,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from python_adapter.core.partitions import parse_partition_path
+from python_adapter.errors import WriteError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
                                            PREVIOUS_TYPE, Instant)
@@ -31,10 +32,20 @@ class TableInfo:
     partition_columns: Tuple[str, ...]
     provider: str
     table_type: str
+    input_format: str = ""      # a Hive table's InputFormat class
 
     @property
     def column_names(self) -> List[str]:
         return [c for c, _ in self.columns]
+
+    @property
+    def file_format(self) -> str:
+        """The format of the table's files: the provider of a Spark table (parquet, delta,
+        orc, ...), that of a Hive table's input format (`STORED AS PARQUET`: parquet)."""
+        if self.provider != "hive":
+            return self.provider or "unknown"
+        known = ("parquet", "orc", "avro", "rcfile", "sequencefile", "text")
+        return next((f for f in known if f in self.input_format.lower()), "hive")
 
 
 def describe_table(spark: SparkSession, table: TableRef) -> Optional[TableInfo]:
@@ -66,7 +77,8 @@ def parse_describe(rows: Iterable[Sequence[Optional[str]]]) -> TableInfo:
             columns.append((row[0], _CHAR_TYPE.sub("string", value)))
         elif section == "partitions" and name != "# col_name":
             partitions.append(row[0])
-        elif section == "details" and name in ("Location", "Provider", "Type") and name not in info:
+        elif section == "details" and name in ("Location", "Provider", "Type", "InputFormat") \
+                and name not in info:
             info[name] = value
     return TableInfo(
         location=info.get("Location", ""),
@@ -74,7 +86,18 @@ def parse_describe(rows: Iterable[Sequence[Optional[str]]]) -> TableInfo:
         partition_columns=tuple(partitions),
         provider=info.get("Provider", "").lower(),
         table_type=info.get("Type", "").upper(),
+        input_format=info.get("InputFormat", ""),
     )
+
+
+def require_parquet(info: TableInfo, table: TableRef, what: str) -> None:
+    """WriteError unless the table's files are Parquet, naming its format and the way out:
+    only Parquet tables are written, compacted or adopted in place."""
+    if info.file_format != "parquet":
+        raise WriteError(
+            f"{table.quoted} is a {info.file_format} table, not Parquet, so {what} cannot "
+            f"work on it in place and nothing was written. Rebuild it as sized Parquet with "
+            f"the model's --full-refresh (its files are replaced), or use another table")
 
 
 def table_location(spark: SparkSession, table: TableRef) -> str:

@@ -11,8 +11,12 @@ from pyspark.sql import SparkSession
 
 from python_adapter.errors import WriteError
 from python_adapter.io.fs import HadoopFS
-from python_adapter.spark.catalog import SparkCatalog, TableInfo, TableRef, describe_table
+from python_adapter.spark.catalog import (SparkCatalog, TableInfo, TableRef, describe_table,
+                                          require_parquet)
+from python_adapter.spark.table_files import rows_per_file
 from python_adapter.table.commit import CommitProtocol
+from python_adapter.table.files import current_files, file_entry
+from python_adapter.table.transaction import Transaction
 from python_adapter.table.lock import LockOptions, WriterLock, break_lock, describe_holder
 
 
@@ -62,9 +66,31 @@ def locked_table(spark: SparkSession, table: TableRef, operation: str,
     """Yields (info, fs, proto) of an existing table with the writer lock held and
     recovery done."""
     info, fs, location = open_table(spark, table, info)
+    require_parquet(info, table, operation)
     with locked_locations(spark, table, operation, [location], log=log, lock=lock) as (proto,):
         info = describe_table(spark, table) or info
+        adopt_if_foreign(spark, table, info, proto)
         yield info, fs, proto
+
+
+def adopt_if_foreign(spark: SparkSession, table: TableRef, info: TableInfo,
+                     proto: CommitProtocol) -> None:
+    """A Parquet table this adapter never committed to (dbt-spark's incremental, a Spark
+    job, Hive) that holds data files: record them, where they are, as its first instant
+    (`adopt`: sizes, and rows counted from their footers), so writes and table services
+    from now on see them as the table's files, and a file deleted outside its commits is
+    noticed. Runs under the writer lock, after recovery."""
+    if proto.timeline.completed():
+        return
+    files = current_files(proto.fs, proto.location)
+    if not files:
+        return
+    rows = rows_per_file(spark, proto.location, [f.path for f in files])
+    proto.log(f"adopting {table.schema}.{table.identifier}: {len(files)} files not written by "
+              f"this adapter recorded as its first commit")
+    catalog = SparkCatalog(spark, proto.fs, table, proto.location, proto.log)
+    with Transaction(proto, catalog, "adopt", info.partition_columns) as txn:
+        txn.add([file_entry(f.partition, f.path, rows[f.path], f.bytes) for f in files])
 
 
 def unlock_table(spark: SparkSession, table: TableRef, force: bool = False) -> str:

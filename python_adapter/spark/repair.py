@@ -13,12 +13,11 @@ from typing import Callable
 from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from python_adapter.core.sizes import format_count
 from python_adapter.spark.catalog import SparkCatalog, TableRef
 from python_adapter.spark.locking import locked_table
-from python_adapter.spark.table_files import read_files, unreadable_file
+from python_adapter.spark.table_files import rows_per_file, unreadable_file
 from python_adapter.table.files import current_files, damaged_files, file_entry
 from python_adapter.table.transaction import Transaction
 
@@ -46,11 +45,7 @@ def _rows_per_file(spark, location, files):
     left, unreadable = sorted(files), []
     while left:
         try:
-            df = read_files(spark, location, None, left)
-            counts = df.groupBy(F.col("_metadata.file_path")).count().collect()
-            prefix = unquote(location.rstrip("/")) + "/"
-            rows = {unquote(path)[len(prefix):]: n for path, n in counts}
-            return {rel: rows.get(rel, 0) for rel in left}, unreadable
+            return rows_per_file(spark, location, left), unreadable
         except Exception as exc:  # AnalysisException, SparkException via py4j
             bad = unreadable_file(exc)
             rel = next((r for r in left if bad and unquote(bad).endswith("/" + r)), None)

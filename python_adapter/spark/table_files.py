@@ -7,7 +7,8 @@ partitions by it), while a file list costs one file status per file and opens no
 """
 import os
 import re
-from typing import Mapping, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence
+from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -41,6 +42,16 @@ def read_files(spark: SparkSession, location: str, schema: Optional[T.StructType
         return reader.parquet(*paths)
     with session_conf(spark, {_DISCOVERY: max(len(paths) + 1, 32)}):
         return reader.parquet(*paths)  # the file index is built here, eagerly
+
+
+def rows_per_file(spark: SparkSession, location: str, rel_paths: Sequence[str]) -> Dict[str, int]:
+    """{rel path: rows} of some files of a table, in one job over their row counts (a
+    file Spark cannot read fails it, naming the file)."""
+    df = read_files(spark, location, None, rel_paths)
+    counts = df.groupBy(F.col("_metadata.file_path")).count().collect()
+    prefix = unquote(location.rstrip("/")) + "/"
+    rows = {unquote(path)[len(prefix):]: n for path, n in counts}
+    return {rel: rows.get(rel, 0) for rel in rel_paths}
 
 
 def with_file_values(spark: SparkSession, df: DataFrame, pcols: Sequence[str],

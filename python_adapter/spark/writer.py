@@ -18,12 +18,12 @@ from python_adapter.errors import ConfigError, LockError, WriteError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import (SparkCatalog, TableInfo, TableRef, create_table,
                                           describe_table, drop_definition, show_create,
-                                          table_location)
+                                          require_parquet, table_location)
 from python_adapter.spark.distribution import distribute
 from python_adapter.spark.job import (Progress, RowChanges, Staged, WriteJob, WriteResult,
                                       resolve_names, worth_caching)
 from python_adapter.spark.cluster_exec import run_clustering, run_compaction
-from python_adapter.spark.locking import locked_locations, open_table
+from python_adapter.spark.locking import adopt_if_foreign, locked_locations, open_table
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
 from python_adapter.spark.staging import bytes_per_row, staged_entries
 from python_adapter.spark.upsert import stage_upsert, validate_keys
@@ -56,6 +56,8 @@ def _write_locked(job: WriteJob, full_refresh: bool) -> WriteResult:
     target = fs.qualify(table_location(spark, table))
     for _attempt in range(3):
         existing = _table_or_none(spark, table)
+        if existing is not None and not full_refresh:
+            require_parquet(existing, table, f"an incremental run ({cfg.incremental_strategy})")
         here = fs.qualify(existing.location) if existing is not None else None
         operation = "full_refresh" if full_refresh or existing is None else cfg.incremental_strategy
         lock = LockOptions(lease=cfg.lock_lease, timeout=cfg.lock_timeout)
@@ -144,6 +146,7 @@ def _write_existing(job: WriteJob, existing: TableInfo, full_refresh: bool) -> W
             raise ConfigError(
                 f"partition_by: the table is partitioned by {list(existing.partition_columns)}, "
                 f"the model by {list(job.pcols)}; run with --full-refresh to change it")
+        adopt_if_foreign(job.spark, job.table, existing, job.proto)
         df, existing = apply_schema_change(job, existing)
         job = replace(job, df=df)
     return _commit_write(replace(job, operation=operation).shaped(existing.column_names))
