@@ -35,7 +35,7 @@ from python_adapter.spark.curve_keys import with_curve_key
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.locking import locked_table
 from python_adapter.spark.staging import staged_entries
-from python_adapter.spark.table_files import read_files, with_file_values
+from python_adapter.spark.table_files import read_files, rows_per_file, with_file_values
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.faults import fault_point
 from python_adapter.table.files import current_files
@@ -300,10 +300,10 @@ def _write_groups(locked, plan, groups, staging):
     Spark job under staging; returns [(the group each task of the job wrote, its
     directory)]. A job whose files a writer moved meanwhile (the read fails) is left out:
     its groups are dropped."""
-    strategy = plan.extra["strategy"]
-    outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in groups}
     if not groups:  # a plan a crash cut short before its files were recorded
         return []
+    strategy = plan.extra["strategy"]
+    outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in groups}
     if strategy == "none":
         # Compaction: one job for every group, one task per output file.
         jobs = [[g for g in sorted(groups) for _ in range(outputs[g])]]
@@ -343,7 +343,7 @@ def _write_job(locked, plan, groups, outputs, where) -> None:
                f"{_group_count(plan)}: {len(rel_paths)} files -> {total}, {how}")
     df = read_files(spark, locked.proto.location, spark.table(locked.name).schema, rel_paths)
     if strategy == "none":
-        rows = in_file_order(spark, df, groups, outputs, pcols)
+        rows = in_file_order(spark, df, groups, outputs, pcols, locked.proto.location)
     elif len(groups) == 1:
         rows = order_rows(df, cluster_by, strategy, outputs[next(iter(groups))])
     else:
@@ -378,14 +378,17 @@ def one_file_per_group(spark: SparkSession, df: DataFrame,
 
 
 def in_file_order(spark: SparkSession, df: DataFrame, groups: Mapping[str, Sequence[FileEntry]],
-                  outputs: Mapping[str, int], pcols: Sequence[str] = ()) -> DataFrame:
+                  outputs: Mapping[str, int], pcols: Sequence[str], location: str) -> DataFrame:
     """Compaction's rows, unsorted, in one task per output file: the groups (sorted by id)
     take consecutive tasks, outputs[g] each, and a group's rows, counted through its files
     in their order and each file's rows in their order in it (_metadata.row_index), are cut
     into outputs[g] equal runs. Within a task, rows keep that order. Rows per file come from
     the timeline; a file whose count is unknown is counted first."""
     files = [f for g in sorted(groups) for f in groups[g]]
-    rows_of = _rows_per_file(spark, df, files, pcols)
+    rows_of = {f.path: f.rows for f in files}
+    unknown = [p for p, n in rows_of.items() if n < 0]
+    if unknown:  # files recorded without a count (adoption records them)
+        rows_of.update(rows_per_file(spark, location, unknown))
     slices, task = [], 0
     for g in sorted(groups):
         offset, total = 0, max(1, sum(rows_of[f.path] for f in groups[g]))
@@ -407,17 +410,6 @@ def in_file_order(spark: SparkSession, df: DataFrame, groups: Mapping[str, Seque
               .join(F.broadcast(keys), "__sized_task"))
     return (routed.repartition(task, "__sized_route")
             .sortWithinPartitions("__sized_file", "__sized_row").select(*df.columns))
-
-
-def _rows_per_file(spark, df, files, pcols) -> Dict[str, int]:
-    """{rel path: rows}: the timeline's counts, and one aggregation for unknown ones."""
-    counts = {f.path: f.rows for f in files}
-    unknown = [p for p, n in counts.items() if n < 0]
-    if unknown:
-        ids = with_file_values(spark, df, pcols, {p: i for i, p in enumerate(unknown)}, "__f")
-        for i, n in ids.groupBy("__f").count().collect():
-            counts[unknown[i]] = n
-    return counts
 
 
 def _sort_within(df, cluster_by, strategy, data_cols):
