@@ -20,6 +20,20 @@ SEED = 20261122
 TASK_BYTES = 128 * 1000 * 1000
 
 
+# Partition column types whose values each have one text and back (Spark's cast to string
+# and from it): rows are matched to their partition's plan by value, not by casting every
+# row to text. Not floats (-0.0 and 0.0 group together, their texts differ), timestamps (a
+# local time a DST change repeats is one text for two values) or collated strings.
+_MATCHED_BY_VALUE = (T.DateType, T.BooleanType, T.ByteType, T.ShortType, T.IntegerType,
+                     T.LongType, T.DecimalType)
+
+
+def matched_by_value(data_type: T.DataType) -> bool:
+    """Whether rows of a partition column of this type can be grouped or matched by value,
+    where their partition text is what names their directory."""
+    return isinstance(data_type, _MATCHED_BY_VALUE) or data_type == T.StringType()
+
+
 def distribute(spark: SparkSession, df: DataFrame, partition_by: Sequence[str],
                distribution: str, total_files: int,
                plans: Optional[Mapping[Any, PartitionPlan]] = None,
@@ -99,7 +113,12 @@ def _exact(spark, df, partition_by, plans, bytes_per_row=None):
         plan_df = spark.createDataFrame(plan_rows, plan_schema)
         cond = None
         for i, c in enumerate(partition_by):
-            part = df[c].cast("string").eqNullSafe(plan_df[f"__sized_p{i}"])
+            column_type, key = df.schema[c].dataType, f"__sized_p{i}"
+            if matched_by_value(column_type):
+                plan_df = plan_df.withColumn(key, F.col(key).cast(column_type))
+                part = df[c].eqNullSafe(plan_df[key])
+            else:
+                part = df[c].cast("string").eqNullSafe(plan_df[key])
             cond = part if cond is None else cond & part
         with_plan = df.join(F.broadcast(plan_df), cond, "left")
         with_plan = with_plan.drop(*[f"__sized_p{i}" for i in range(len(partition_by))])

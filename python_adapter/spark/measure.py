@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 
 from pyspark.sql import DataFrame
 
+from python_adapter.io.footers import staged_footers
 from python_adapter.io.fs import HadoopFS
 
 FIRST_SAMPLE_ROWS = 20_000
@@ -24,10 +25,19 @@ def _write_sample(fs, df, total_rows, rows, path, num_files=1):
     sample = sample.limit(rows)
     sample = sample.repartition(num_files) if num_files > 1 else sample.coalesce(1)
     sample.write.mode("overwrite").parquet(path)
-    files = [f for f in fs.list_files(path) if f.name.endswith(".parquet")]
-    written_rows = df.sparkSession.read.parquet(path).count()
+    written = _bytes_and_rows(fs, df.sparkSession, path)
     fs.delete(path)
-    return sum(f.size for f in files), written_rows
+    return written
+
+
+def _bytes_and_rows(fs, spark, path):
+    """(bytes, rows) of the Parquet files under path: from their footers on local disk,
+    else (a cluster's filesystem) by a Spark job."""
+    footers = staged_footers(spark, fs.qualify(path))
+    if footers is not None:
+        return sum(f[1] for f in footers), sum(f[2] for f in footers)
+    files = [f for f in fs.list_files(path) if f.name.endswith(".parquet")]
+    return sum(f.size for f in files), spark.read.parquet(path).count()
 
 
 def measure_bytes_per_row(fs: HadoopFS, df: DataFrame, data_columns: Sequence[str],

@@ -19,12 +19,13 @@ from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import (SparkCatalog, TableInfo, TableRef, create_table,
                                           describe_table, drop_definition, show_create,
                                           require_parquet, table_location)
-from python_adapter.spark.distribution import distribute
+from python_adapter.spark.distribution import distribute, matched_by_value
 from python_adapter.spark.job import (Progress, RowChanges, Staged, WriteJob, WriteResult,
                                       resolve_names, worth_caching)
 from python_adapter.spark.cluster_exec import run_clustering, run_compaction
 from python_adapter.spark.locking import adopt_if_foreign, locked_locations, open_table
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
+from python_adapter.spark.session_conf import session_conf
 from python_adapter.spark.staging import bytes_per_row, staged_entries
 from python_adapter.spark.upsert import stage_upsert, validate_keys
 from python_adapter.table.faults import fault_point
@@ -318,11 +319,20 @@ def _plan(job: WriteJob) -> _FilePlan:
 
 def _count_by_partition(df, pcols):
     """{partition value texts: rows} in one aggregation ({(): rows} when unpartitioned);
-    partition values as the texts Spark names their directories by (core/partitions.py)."""
+    partition values as the texts Spark names their directories by (core/partitions.py),
+    grouped by value where each value has one text (distribution.matched_by_value), so only
+    the distinct values are cast. Its shuffle carries one row per task and partition value, so it gets as many shuffle
+    partitions as the session has cores, not the session's default (200 map outputs per
+    task cost more than the count here)."""
     if not pcols:
         return {(): df.count()}
-    texts = [F.col(c).cast("string").alias(c) for c in pcols]
-    counts = {tuple(r[:-1]): r[-1] for r in df.groupBy(*texts).count().collect()}
+    keys = [F.col(c) if matched_by_value(df.schema[c].dataType) else F.col(c).cast("string")
+            for c in pcols]
+    grouped = df.groupBy(*[k.alias(c) for k, c in zip(keys, pcols)]).count()
+    texts = grouped.select(*[F.col(c).cast("string") for c in pcols], "count")
+    cores = df.sparkSession.sparkContext.defaultParallelism
+    with session_conf(df.sparkSession, {"spark.sql.shuffle.partitions": cores}):
+        counts = {tuple(r[:-1]): r[-1] for r in texts.collect()}
     check_partition_texts(pcols, counts)
     return counts
 

@@ -140,3 +140,24 @@ def test_only_plans_that_shuffle_or_vary_are_cached_for_the_write(spark, schema,
     assert worth_caching(src.groupBy("day").count())
     assert worth_caching(src.join(src.select("id"), "id"))
     assert worth_caching(src.withColumn("r", F.rand()))
+
+
+def test_exact_plans_every_partition_type_by_the_text_that_names_its_directory(spark, schema):
+    """Rows find their partition's plan by value where a value has one text (ints, decimals,
+    booleans, dates, strings), by text otherwise (doubles, timestamps): either way exactly
+    the planned files."""
+    df = spark.sql("""
+        select cast(id as bigint) as id, 'v1' as tag,
+               cast(id % 3 as int) as i, cast(id % 2 as decimal(5, 2)) as dec, id % 2 = 0 as b,
+               date_add(date'2025-01-01', cast(id % 2 as int)) as d,
+               (id % 2) / 3.0D as x,
+               timestamp'2025-03-30 01:30:00' + make_interval(0, 0, 0, 0, id % 2, 0, 0) as ts
+        from range(600)""")
+    pcols = ["i", "dec", "b", "d", "x", "ts"]
+    result = write_dataframe(spark, df, TableRef(schema, "ty"),
+                             parse_config({"partition_by": pcols, "target_file_size": 2000,
+                                           "distribution": "exact"}), log=lambda m: None)
+    assert rows_of(spark, schema, "ty") == rows_of_df(df)
+    parts = files_by_partition(spark, schema, "ty")
+    assert len(parts) == 6
+    assert result.files_written == result.files_planned == sum(len(f) for f in parts.values())
