@@ -20,11 +20,13 @@ from python_adapter.io.jvm_startup import class_archive_confs
 from python_adapter.io.spark_logging import quiet_logging_confs
 from python_adapter.report import write_report
 from python_adapter.spark.catalog import TableRef
+from python_adapter.spark.clean import CleanResult, clean_table
 from python_adapter.spark.cluster_exec import ClusterResult, run_clustering, run_compaction
 from python_adapter.spark.describe import TIMELINE_COLUMNS, read_layout, timeline_rows
 from python_adapter.spark.job import WriteResult
 from python_adapter.spark.locking import unlock_table
 from python_adapter.spark.repair import RepairResult, repair_table
+from python_adapter.spark.restore import restore_table
 from python_adapter.spark.rollback import recover_table, rollback_last_commit
 from python_adapter.spark.session_conf import own_session
 from python_adapter.spark.table_files import unreadable_file
@@ -32,7 +34,8 @@ from python_adapter.spark.writer import write_dataframe
 
 __all__ = ["TableRef", "SizedConfig", "parse_config", "write_model", "write_dataframe",
            "layout", "layout_rows", "layout_limits_text", "file_rows", "file_columns", "layout_problems",
-           "LAYOUT_COLUMNS", "timeline", "TIMELINE_COLUMNS", "rollback", "recover", "repair", "unlock",
+           "LAYOUT_COLUMNS", "timeline", "TIMELINE_COLUMNS", "rollback", "restore", "clean",
+           "CleanResult", "recover", "repair", "unlock",
            "cluster", "compact", "report", "WriteResult", "ClusterResult", "RepairResult", "Layout",
            "STRATEGIES", "FS_CLASS", "embedded_confs", "quiet_logging_confs",
            "class_archive_confs"]
@@ -82,6 +85,21 @@ def rollback(spark: SparkSession, table: TableRef, log: Callable[[str], None] = 
     """Restore the table to its state before its last completed commit; returns that
     commit's instant."""
     return rollback_last_commit(spark, table, log=log)
+
+
+def restore(spark: SparkSession, table: TableRef, instant: str,
+            log: Callable[[str], None] = print) -> str:
+    """Bring the table back to its state right after a retained completed instant, as a
+    new instant; returns that instant."""
+    return restore_table(spark, table, instant, log=log)
+
+
+def clean(spark: SparkSession, table: TableRef, options: Optional[Dict[str, Any]] = None,
+          log: Callable[[str], None] = print) -> CleanResult:
+    """Delete set-aside files past retention, archive old instants, remove leftovers.
+    options: retain_commits, retain_hours (None: the table's)."""
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    return clean_table(spark, table, given, log=log)
 
 
 def recover(spark: SparkSession, table: TableRef, log: Callable[[str], None] = print) -> list:

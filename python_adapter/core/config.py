@@ -6,6 +6,7 @@ Pure: takes the raw config dict dbt hands over, returns a frozen `SizedConfig`, 
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
+from python_adapter.core.retention import DEFAULT_RETAIN_COMMITS, DEFAULT_RETAIN_HOURS
 from python_adapter.core.sizes import parse_duration, parse_size
 from python_adapter.errors import ConfigError
 
@@ -51,6 +52,8 @@ class SizedConfig:
     file_format: str = "parquet"
     lock_lease: float = DEFAULT_LOCK_LEASE     # seconds a writer lock lives without renewal
     lock_timeout: float = 0.0                  # seconds a writer waits for a held lock
+    retain_commits: int = DEFAULT_RETAIN_COMMITS   # set-aside files kept for this many commits
+    retain_hours: float = DEFAULT_RETAIN_HOURS     # and at least this long
     extra: dict = field(default_factory=dict, compare=False)
 
 
@@ -106,6 +109,28 @@ def _positive_int(key, value, allow_zero=False):
     return value
 
 
+def _hours(key, value, default):
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ConfigError(f"{key}: expected a number of hours, got {value!r}")
+    try:
+        hours = float(value)
+    except ValueError:
+        raise ConfigError(f"{key}: expected a number of hours, got {value!r}") from None
+    if not hours >= 0:
+        raise ConfigError(f"{key}: must be >= 0, got {value!r}")
+    return hours
+
+
+def retention_values(retain_commits: Any = None, retain_hours: Any = None) -> Tuple[int, float]:
+    """(retain_commits, retain_hours) validated: at least one commit is kept (the last
+    commit's set-aside files are what sized_rollback restores)."""
+    commits = _positive_int("retain_commits", retain_commits)
+    return (DEFAULT_RETAIN_COMMITS if commits is None else commits,
+            _hours("retain_hours", retain_hours, DEFAULT_RETAIN_HOURS))
+
+
 def _optional_name(key, value):
     if value is None or value == "":
         return None
@@ -150,6 +175,8 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
     if cluster_every and not cluster_by:
         raise ConfigError("cluster_by: cluster_every_n_commits is set but cluster_by names no columns")
 
+    retain_commits, retain_hours = retention_values(raw.get("retain_commits"),
+                                                    raw.get("retain_hours"))
     return SizedConfig(
         partition_by=_column_list("partition_by", raw.get("partition_by")),
         unique_key=unique_key,
@@ -176,6 +203,8 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
         file_format=file_format,
         lock_lease=_duration("lock_lease", raw.get("lock_lease"), DEFAULT_LOCK_LEASE, minimum=1),
         lock_timeout=_duration("lock_timeout", raw.get("lock_timeout"), 0.0),
+        retain_commits=retain_commits,
+        retain_hours=retain_hours,
     )
 
 

@@ -22,7 +22,7 @@ def write_report(spark: SparkSession, table_ref: Union[TableRef, str], path: str
         table_ref = _table_ref(table_ref)
     _info, fs, location = open_table(spark, table_ref)
     layout = read_layout(spark, table_ref)
-    instants = Timeline(fs, location).instants()
+    instants = Timeline(fs, location).history()
     text = render_report(f"{table_ref.schema}.{table_ref.identifier}", layout, instants,
                          datetime.now(timezone.utc), location=location)
     target = fs.qualify(path)

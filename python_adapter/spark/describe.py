@@ -13,7 +13,7 @@ from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.job import resolve_names
 from python_adapter.spark.locking import open_table
 from python_adapter.table.files import current_files
-from python_adapter.table.timeline import Timeline, is_clustering
+from python_adapter.table.timeline import Timeline, files_added, files_removed, is_clustering
 
 TIMELINE_COLUMNS = ["instant", "time", "action", "state", "operation", "files_added",
                     "files_removed", "rows", "bytes", "size"]
@@ -60,14 +60,15 @@ def read_layout(spark: SparkSession, table: TableRef,
 
 
 def timeline_rows(spark: SparkSession, table: TableRef) -> List[list]:
-    """One row per instant of the table, oldest first (TIMELINE_COLUMNS)."""
+    """One row per instant of the table, oldest first (TIMELINE_COLUMNS), archived ones
+    included."""
     _info, fs, location = open_table(spark, table)
     rows = []
     timeline = Timeline(fs, location)
     target, _small = _written_with(timeline)
-    for inst in timeline.instants():
+    for inst in timeline.history():
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(inst.created_at_ms / 1000))
         rows.append([inst.instant, when, inst.action, inst.state, inst.operation,
-                     len(inst.added), len(inst.removed), inst.rows_written, inst.bytes_written,
-                     format_size(inst.bytes_written, target)])
+                     files_added(inst), files_removed(inst), inst.rows_written,
+                     inst.bytes_written, format_size(inst.bytes_written, target)])
     return rows

@@ -10,7 +10,7 @@ from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import SparkCatalog, TableRef, describe_table, table_location
 from python_adapter.spark.locking import locked_locations, locked_table
 from python_adapter.table.files import current_files
-from python_adapter.table.timeline import PREVIOUS_DDL
+from python_adapter.table.timeline import ARCHIVED, PREVIOUS_DDL
 from python_adapter.table.transaction import Transaction
 
 
@@ -36,6 +36,9 @@ def _last_commit(proto, table):
     if not live:
         raise WriteError(f"{table.quoted} has no completed commit to roll back")
     last = live[-1]
+    if last.extra.get(ARCHIVED) == "true":
+        raise WriteError(f"cannot roll back {last.instant}: it is archived, past the table's "
+                         f"retention, and the files it replaced are no longer kept")
     if last.extra.get(PREVIOUS_DDL):
         raise WriteError(
             f"cannot roll back {last.instant}: that full refresh changed the table's "

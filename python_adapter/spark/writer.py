@@ -28,6 +28,7 @@ from python_adapter.spark.schema_change import apply_schema_change, needs_new_de
 from python_adapter.spark.session_conf import session_conf
 from python_adapter.spark.staging import bytes_per_row, staged_entries
 from python_adapter.spark.upsert import stage_upsert, validate_keys
+from python_adapter.table.archive import RETAIN_COMMITS, RETAIN_HOURS
 from python_adapter.table.faults import fault_point
 from python_adapter.table.lock import LockOptions
 from python_adapter.table.files import current_files
@@ -204,7 +205,8 @@ def _commit_write(job: WriteJob, extra: Optional[dict] = None, define=None) -> W
     catalog = SparkCatalog(job.spark, job.fs, job.table, proto.location, job.progress)
     with Transaction(proto, catalog, job.operation, job.pcols, extra={
             "target_file_size": cfg.target_file_size, "small_file_limit": cfg.small_file_limit,
-            "distribution": cfg.distribution, **(extra or {})}) as txn:
+            "distribution": cfg.distribution, RETAIN_COMMITS: cfg.retain_commits,
+            RETAIN_HOURS: cfg.retain_hours, **(extra or {})}) as txn:
         job = replace(job, extra=txn.extra, staging=proto.staging_dir(txn.id))
         staged = _stage(job)
         txn.add(staged.added)

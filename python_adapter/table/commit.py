@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Callable, Collection, Iterable, List, Optional, Sequence
 
 from python_adapter.io.fs import HadoopFS
+from python_adapter.table.archive import clean
 from python_adapter.table.faults import fault_point
 from python_adapter.table.lock import LockOptions, WriterLock
 from python_adapter.table.timeline import (FileEntry, Instant, Timeline, legacy_meta_dir_of,
@@ -153,11 +154,16 @@ class CommitProtocol:
         return done
 
     def cleanup(self, done: Instant) -> None:
-        """Drop staging, and set-aside files of every commit but this one (kept for rollback)."""
+        """Drop staging and the instant's earlier states, then clean: set-aside files past
+        the table's retention, old instants into the archive (table/archive.py). The commit
+        is done: a cleaning that fails is logged and tried again after the next one."""
         self.fs.delete(self.staging_dir(done.instant))
-        for st in self.fs.list_dir(f"{self.meta}/replaced"):
-            if st.name != done.instant:
-                self.fs.delete(st.path)
+        self.timeline.drop_earlier_states(done)
+        try:
+            clean(self.fs, self.timeline, f"{self.meta}/replaced")
+        except Exception as exc:
+            self.log(f"cleaning after {done.instant} did not finish ({exc}); the next commit "
+                     f"tries again")
         fault_point("cleanup")
 
     def abort(self, instant: Instant) -> None:

@@ -12,7 +12,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
 import fastavro
 
@@ -36,7 +36,7 @@ _FILE_SCHEMA = {
         {"name": "key_max", "type": "string"},
     ],
 }
-INSTANT_SCHEMA = fastavro.parse_schema({
+_INSTANT_RECORD = {
     "type": "record", "name": "SizedInstant", "namespace": "dbt_sized_spark.timeline",
     "fields": [
         {"name": "schema_version", "type": "int"},
@@ -52,7 +52,28 @@ INSTANT_SCHEMA = fastavro.parse_schema({
         {"name": "bytes_written", "type": "long"},
         {"name": "extra", "type": {"type": "map", "values": "string"}},
     ],
+}
+INSTANT_SCHEMA = fastavro.parse_schema(_INSTANT_RECORD)
+
+# The archive's checkpoint: the table's files after the archived instants, and those
+# instants without their file lists (what writes ask of the past: bytes per row, the last
+# write's settings, commits since a clustering). docs/design.md, "Timeline archive".
+CHECKPOINT_VERSION = 1
+CHECKPOINT_SCHEMA = fastavro.parse_schema({
+    "type": "record", "name": "SizedCheckpoint", "namespace": "dbt_sized_spark.timeline",
+    "fields": [
+        {"name": "schema_version", "type": "int"},
+        {"name": "sequence", "type": "long"},           # 1 for the first archival, then +1
+        {"name": "last_instant", "type": "string"},     # the newest archived instant
+        {"name": "created_at_ms", "type": "long"},
+        {"name": "archived", "type": {"type": "array", "items": _INSTANT_RECORD}},
+        {"name": "files", "type": {"type": "array", "items": "FileEntry"}},
+    ],
 })
+# extra keys of an archived instant's summary (its added / removed lists are left out)
+ARCHIVED = "archived"
+FILES_ADDED = "files_added"
+FILES_REMOVED = "files_removed"
 
 
 # extra keys of an instant that (re)defines the table in the metastore: a first build, or a
@@ -125,7 +146,22 @@ def new_instant_id(now: Optional[datetime] = None) -> str:
 
 
 def encode(instant: Instant) -> bytes:
-    record = {
+    return _avro(INSTANT_SCHEMA, [_record(instant)])
+
+
+def encode_many(instants: Sequence[Instant]) -> bytes:
+    """Several instants in one Avro file (the archive's history files)."""
+    return _avro(INSTANT_SCHEMA, [_record(i) for i in instants])
+
+
+def _avro(schema, records):
+    buf = io.BytesIO()
+    fastavro.writer(buf, schema, records)
+    return buf.getvalue()
+
+
+def _record(instant: Instant) -> dict:
+    return {
         "schema_version": SCHEMA_VERSION,
         "instant": instant.instant, "action": instant.action, "state": instant.state,
         "operation": instant.operation,
@@ -136,23 +172,35 @@ def encode(instant: Instant) -> bytes:
         "rows_written": instant.rows_written, "bytes_written": instant.bytes_written,
         "extra": {str(k): str(v) for k, v in instant.extra.items()},
     }
-    buf = io.BytesIO()
-    fastavro.writer(buf, INSTANT_SCHEMA, [record])
-    return buf.getvalue()
+
+
+def _records(data, name):
+    try:
+        return list(fastavro.reader(io.BytesIO(data)))
+    except Exception as exc:  # fastavro raises several types for truncated/corrupt input
+        raise TimelineError(f"timeline file {name} is corrupt or unreadable: {exc}") from exc
+
+
+def _check_version(rec, name, newest):
+    if rec.get("schema_version", 0) > newest:
+        raise TimelineError(
+            f"timeline file {name} has schema version {rec['schema_version']}, this dbt-sized-spark "
+            f"reads up to {newest}: upgrade the adapter")
 
 
 def decode(data: bytes, name: str = "<instant>") -> Instant:
-    try:
-        records = list(fastavro.reader(io.BytesIO(data)))
-    except Exception as exc:  # fastavro raises several types for truncated/corrupt input
-        raise TimelineError(f"timeline file {name} is corrupt or unreadable: {exc}") from exc
+    records = _records(data, name)
     if len(records) != 1:
         raise TimelineError(f"timeline file {name} holds {len(records)} records, expected 1")
-    rec = records[0]
-    if rec.get("schema_version", 0) > SCHEMA_VERSION:
-        raise TimelineError(
-            f"timeline file {name} has schema version {rec['schema_version']}, this dbt-sized-spark "
-            f"reads up to {SCHEMA_VERSION}: upgrade the adapter")
+    return _instant(records[0], name)
+
+
+def decode_many(data: bytes, name: str = "<history>") -> List[Instant]:
+    return [_instant(rec, name) for rec in _records(data, name)]
+
+
+def _instant(rec: dict, name: str) -> Instant:
+    _check_version(rec, name, SCHEMA_VERSION)
     return Instant(
         instant=rec["instant"], action=rec["action"], state=rec["state"],
         operation=rec["operation"], created_at_ms=rec["created_at_ms"],
@@ -164,6 +212,70 @@ def decode(data: bytes, name: str = "<instant>") -> Instant:
     )
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """The archive's state: the table's files after `last_instant` (every archived instant
+    replayed), and the archived instants as summaries (no file lists)."""
+    sequence: int
+    last_instant: str
+    archived: Tuple[Instant, ...]
+    files: Tuple[FileEntry, ...]
+    created_at_ms: int = 0
+
+    @property
+    def archived_ids(self) -> set:
+        return {i.instant for i in self.archived}
+
+
+def summary(instant: Instant) -> Instant:
+    """An archived instant as the checkpoint keeps it: its counts and settings, not its
+    file lists (the history files keep those)."""
+    return replace(instant, added=(), removed=(), extra={
+        **instant.extra, ARCHIVED: "true", FILES_ADDED: str(len(instant.added)),
+        FILES_REMOVED: str(len(instant.removed))})
+
+
+def files_added(instant: Instant) -> int:
+    """Files the instant added (an archived summary keeps the count, not the list)."""
+    return int(instant.extra.get(FILES_ADDED, len(instant.added)))
+
+
+def files_removed(instant: Instant) -> int:
+    return int(instant.extra.get(FILES_REMOVED, len(instant.removed)))
+
+
+def encode_checkpoint(cp: Checkpoint) -> bytes:
+    return _avro(CHECKPOINT_SCHEMA, [{
+        "schema_version": CHECKPOINT_VERSION, "sequence": cp.sequence,
+        "last_instant": cp.last_instant,
+        "created_at_ms": cp.created_at_ms or int(time.time() * 1000),
+        "archived": [_record(i) for i in cp.archived],
+        "files": [vars(f) for f in cp.files]}])
+
+
+def decode_checkpoint(data: bytes, name: str = "<checkpoint>") -> Checkpoint:
+    records = _records(data, name)
+    if len(records) != 1:
+        raise TimelineError(f"timeline file {name} holds {len(records)} records, expected 1")
+    rec = records[0]
+    _check_version(rec, name, CHECKPOINT_VERSION)
+    return Checkpoint(sequence=rec["sequence"], last_instant=rec["last_instant"],
+                      created_at_ms=rec["created_at_ms"],
+                      archived=tuple(_instant(i, name) for i in rec["archived"]),
+                      files=tuple(FileEntry(**f) for f in rec["files"]))
+
+
+def archive_name(kind: str, sequence: int) -> str:
+    """`checkpoint-00000003.avro`, `history-00000003.avro`: the files of the 3rd archival."""
+    return f"{kind}-{sequence:08d}.avro"
+
+
+def archive_file(name: str) -> Optional[Tuple[str, int]]:
+    """(kind, sequence) of an archive file's name ('checkpoint' or 'history'), else None."""
+    m = re.fullmatch(r"(checkpoint|history)-(\d+)\.avro", name)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
 def parse_file_name(name: str) -> Optional[Tuple[str, str, str]]:
     """'<id>.<action>[.<state>]' -> (id, action, state) or None for other files."""
     parts = name.split(".")
@@ -172,6 +284,25 @@ def parse_file_name(name: str) -> Optional[Tuple[str, str, str]]:
     if len(parts) == 3 and parts[1] in ACTIONS and parts[2] in ("requested", "inflight"):
         return parts[0], parts[1], parts[2]
     return None
+
+
+def replay(files: Sequence[FileEntry], instants: Sequence[Instant]) -> Dict[str, FileEntry]:
+    """{rel path: FileEntry} after the completed `instants` (in id order) on top of `files`:
+    each one's removes, then its adds; one that defines the table starts over."""
+    out = {f.path: f for f in files}
+    for inst in sorted(instants, key=lambda i: i.instant):
+        if inst.extra.get(DEFINES_TABLE) == "true":
+            out = {}  # a new definition starts over (earlier files: another table's)
+        for f in inst.removed:
+            out.pop(f.path, None)
+        for f in inst.added:
+            out[f.path] = f
+    return out
+
+
+# Decoded checkpoints by (path, size, modification time): each write opens the timeline
+# afresh, and a checkpoint changes only when instants are archived.
+_CHECKPOINTS: Dict[Tuple[str, int, int], "Checkpoint"] = {}
 
 
 class Timeline:
@@ -192,6 +323,7 @@ class Timeline:
         self._hold = False
         self._listing = None
         self._own = {}  # file name -> Instant this object wrote while the listing was kept
+        self._archive_listing = None
 
     def hold(self, held: bool) -> None:
         """held=True once the writer lock is taken (the listing may be kept), False after."""
@@ -199,9 +331,10 @@ class Timeline:
         self.forget()
 
     def forget(self) -> None:
-        """Drop the kept listing (after instant files were changed behind this object)."""
+        """Drop the kept listings (after instant files were changed behind this object)."""
         self._listing = None
         self._own = {}
+        self._archive_listing = None
 
     def write(self, instant: Instant) -> Instant:
         name, data = instant.file_name, encode(instant)
@@ -212,6 +345,23 @@ class Timeline:
                            modified_ms=-1)]
             self._own[name] = decode(data, name)
         return instant
+
+    def drop_earlier_states(self, done: Instant) -> None:
+        """Delete the requested and inflight files of a completed instant: its completed
+        file holds all they did, and the timeline directory stays a file per instant."""
+        names = {f"{done.instant}.{done.action}.{state}" for state in ("requested", "inflight")}
+        for name in sorted(names):
+            self.fs.delete(f"{self.dir}/{name}", recursive=False)
+        if self._listing is not None:
+            self._listing = [st for st in self._listing if st.name not in names]
+
+    def delete_instant_files(self, ids: Collection[str]) -> None:
+        """Delete every file of the instants `ids` (archived: the archive holds them)."""
+        for st in self.fs.list_dir(self.dir):
+            parsed = parse_file_name(st.name)
+            if parsed is not None and parsed[0] in ids:
+                self.fs.delete(st.path, recursive=False)
+        self.forget()
 
     def delete_unfinished(self, instant: Instant) -> None:
         """Delete the inflight, then the requested file of an instant (rollback: the
@@ -224,14 +374,13 @@ class Timeline:
     def read(self, file_name: str) -> Instant:
         return decode(self.fs.read_bytes(f"{self.dir}/{file_name}"), file_name)
 
-    def instants(self) -> List[Instant]:
-        """Every instant at its latest state, oldest first: [Instant]."""
+    def active(self) -> List[Instant]:
+        """The instants of the timeline directory at their latest state, oldest first;
+        not those the archive's checkpoint holds (an archival that stopped before deleting
+        their files)."""
         latest = {}
         order = {"requested": 0, "inflight": 1, "completed": 2}
-        listing = self._listing if self._listing is not None else self.fs.list_dir(self.dir)
-        if self._hold:
-            self._listing = listing
-        for st in listing:
+        for st in self.listing():
             parsed = parse_file_name(st.name)
             if parsed is None:
                 continue
@@ -239,7 +388,24 @@ class Timeline:
             seen = latest.get(ident)
             if seen is None or order[state] > order[seen[1]]:
                 latest[ident] = (st, state)
-        return [self._read_cached(st) for ident, (st, _) in sorted(latest.items())]
+        cp = self.checkpoint()
+        archived = cp.archived_ids if cp is not None else set()
+        return [self._read_cached(st) for ident, (st, _) in sorted(latest.items())
+                if ident not in archived]
+
+    def listing(self) -> List[FileStatus]:
+        """The timeline directory's files (kept while the writer lock is held)."""
+        listing = self._listing if self._listing is not None else self.fs.list_dir(self.dir)
+        if self._hold:
+            self._listing = listing
+        return listing
+
+    def instants(self) -> List[Instant]:
+        """Every instant at its latest state, oldest first: the archived ones as summaries
+        (no file lists: `history` has them), then the timeline directory's."""
+        cp = self.checkpoint()
+        archived = list(cp.archived) if cp is not None else []
+        return sorted(archived + self.active(), key=lambda i: i.instant)
 
     def _read_cached(self, st):
         if st.name in self._own:
@@ -253,30 +419,70 @@ class Timeline:
         return [i for i in self.instants() if i.state == "completed" and i.action in actions]
 
     def file_index(self) -> Dict[str, FileEntry]:
-        """{rel path: FileEntry} of the files the completed commits say the table holds."""
-        files = {}
-        for inst in self.completed():
-            if inst.extra.get(DEFINES_TABLE) == "true":
-                files = {}  # a new definition starts over (earlier files: another table's)
-            for f in inst.removed:
-                files.pop(f.path, None)
-            for f in inst.added:
-                files[f.path] = f
-        return files
+        """{rel path: FileEntry} of the files the completed commits say the table holds:
+        the archive's checkpoint, then the completed instants of the timeline directory."""
+        cp = self.checkpoint()
+        return replay(cp.files if cp is not None else (),
+                      [i for i in self.active() if i.state == "completed"])
+
+    # -- the archive (table/archive.py writes it) ----------------------------------------
+    @property
+    def archive_dir(self) -> str:
+        return f"{self.meta_dir}/archive"
+
+    def archive_listing(self) -> List[FileStatus]:
+        if self._archive_listing is None or not self._hold:
+            self._archive_listing = self.fs.list_dir(self.archive_dir)
+        return self._archive_listing
+
+    def checkpoint(self) -> Optional[Checkpoint]:
+        """The newest checkpoint of the archive, None before the first archival."""
+        newest = max(((parsed[1], st) for st in self.archive_listing()
+                      if (parsed := archive_file(st.name)) and parsed[0] == "checkpoint"),
+                     key=lambda p: p[0], default=None)
+        if newest is None:
+            return None
+        st = newest[1]
+        key = (st.path, st.size, st.modified_ms)
+        if key not in _CHECKPOINTS:
+            if len(_CHECKPOINTS) > 64:
+                _CHECKPOINTS.clear()
+            _CHECKPOINTS[key] = decode_checkpoint(self.fs.read_bytes(st.path), st.name)
+        return _CHECKPOINTS[key]
+
+    def history(self) -> List[Instant]:
+        """Every instant with its file lists, oldest first: the archive's history files
+        (those the checkpoint holds), then the timeline directory's. Reads every history
+        file: for showing the whole past (sized_timeline, the report), not for writes."""
+        cp = self.checkpoint()
+        archived = cp.archived_ids if cp is not None else set()
+        full = {}
+        for st in self.archive_listing():
+            parsed = archive_file(st.name)
+            if parsed and parsed[0] == "history":
+                for inst in decode_many(self.fs.read_bytes(st.path), st.name):
+                    if inst.instant in archived:
+                        full[inst.instant] = inst
+        old = [full.get(i.instant, i) for i in (cp.archived if cp is not None else ())]
+        return sorted(old + self.active(), key=lambda i: i.instant)
+
+    def forget_archive(self) -> None:
+        """Drop the kept archive listing (after the archive was written)."""
+        self._archive_listing = None
 
     def pending(self) -> List[Instant]:
         return [i for i in self.instants() if i.state != "completed"]
 
 
 def learned_bytes_per_row(timeline: Timeline) -> Optional[float]:
-    """bytes written / rows written over completed write commits (clustering and repairs not
-    counted, as Hudi does), since the table's definition was last created (other columns
-    write other rows); None before any."""
+    """bytes written / rows written over completed write commits (clustering, repairs and
+    restores, which write no new rows, not counted, as Hudi does), since the table's
+    definition was last created (other columns write other rows); None before any."""
     rows = size = 0
     for inst in timeline.completed(actions=("commit",)):
         if inst.extra.get(DEFINES_TABLE) == "true":
             rows = size = 0
-        if inst.rows_written > 0 and inst.operation != "repair":
+        if inst.rows_written > 0 and inst.operation not in ("repair", "restore"):
             rows += inst.rows_written
             size += inst.bytes_written
     return size / rows if rows else None

@@ -153,6 +153,22 @@ class SizedSparkAdapter(SparkAdapter):
         return _engine_call("sized_rollback", api.rollback, spark, ref, log=logger.info)
 
     @available
+    def sized_restore(self, relation, instant: str) -> str:
+        """Bring the table back to its state right after `instant`; returns the restore's
+        own instant."""
+        spark = self.connections.spark_session("sized_restore")
+        return _engine_call("sized_restore", api.restore, spark, self._table_ref(relation),
+                            str(instant), log=logger.info)
+
+    @available
+    def sized_clean(self, relation, options: Optional[Dict[str, Any]] = None) -> str:
+        """Delete set-aside files past retention, archive old instants, remove leftovers;
+        returns what it did."""
+        spark = self.connections.spark_session("sized_clean")
+        return _engine_call("sized_clean", api.clean, spark, self._table_ref(relation),
+                            options, log=logger.info).message
+
+    @available
     def sized_recover(self, relation) -> int:
         """Roll back unfinished instants of a crashed write now; returns how many."""
         spark = self.connections.spark_session("sized_recover")

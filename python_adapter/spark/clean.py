@@ -1,0 +1,89 @@
+"""sized_clean: the cleaner run on demand (it also runs after every commit, where it only
+looks at the set-aside files): set-aside files past retention, old instants into the
+archive, and leftovers in the table's tree.
+
+Leftovers are hidden entries no reader takes for data (`_temporary/`, `_SUCCESS`,
+`_committed_*`, `.spark-staging-*` of another engine's crashed write) older than a grace
+period. Visible
+data files that no commit recorded are not deleted: every engine reads their rows as the
+table's, so deleting them would lose rows; they are counted, and `sized_repair` records
+them.
+"""
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional
+
+from pyspark.sql import SparkSession
+
+from python_adapter.core.config import retention_values
+from python_adapter.core.retention import Retention
+from python_adapter.core.sizes import format_count
+from python_adapter.io.fs import HadoopFS, hidden
+from python_adapter.spark.catalog import TableRef
+from python_adapter.spark.locking import locked_table
+from python_adapter.table.archive import clean, table_retention
+
+# Leftovers younger than this are left alone whatever the retention: another engine's
+# write may still be running.
+MIN_GRACE_HOURS = 1.0
+
+
+@dataclass
+class CleanResult:
+    table: str
+    set_aside_dirs: int     # instants whose set-aside files were deleted
+    archived: int           # instants folded into the archive
+    leftovers: int          # hidden leftovers deleted from the table's tree
+    unrecorded: int         # visible files no commit records (kept)
+    retention: Retention
+
+    @property
+    def message(self) -> str:
+        text = (f"cleaned {self.table}: set-aside files of {self.set_aside_dirs} instants "
+                f"deleted, {self.archived} instants archived, {self.leftovers} leftovers "
+                f"removed (retention: {self.retention.commits} commits, "
+                f"{self.retention.hours:g} hours)")
+        if self.unrecorded:
+            text += (f"; {format_count(self.unrecorded)} data files in the table's directory "
+                     f"are recorded by no commit and were kept (readers see their rows): "
+                     f"sized_repair records them")
+        return text
+
+
+def clean_table(spark: SparkSession, table: TableRef,
+                options: Optional[Mapping[str, Any]] = None,
+                log: Callable[[str], None] = print) -> CleanResult:
+    """Clean the table now. options: retain_commits, retain_hours (default: the table's,
+    as its last write recorded them)."""
+    options = options or {}
+    name = f"{table.schema}.{table.identifier}"
+    with locked_table(spark, table, "clean", log=log) as (_info, fs, proto):
+        recorded = table_retention(proto.timeline)
+        retention = Retention(*retention_values(
+            options.get("retain_commits", recorded.commits),
+            options.get("retain_hours", recorded.hours)))
+        cleaned = clean(fs, proto.timeline, f"{proto.meta}/replaced", retention, batch=1)
+        grace_ms = max(retention.hours, MIN_GRACE_HOURS) * 3_600_000
+        leftovers = _delete_leftovers(fs, proto.location, time.time() * 1000 - grace_ms)
+        index = proto.timeline.file_index()
+        unrecorded = sum(1 for f in fs.list_files(proto.location)
+                         if f.path[len(proto.location):].lstrip("/") not in index)
+    result = CleanResult(name, cleaned.set_aside_dirs, cleaned.archived, leftovers,
+                         unrecorded, retention)
+    log(result.message)
+    return result
+
+
+def _delete_leftovers(fs: HadoopFS, location: str, before_ms: float) -> int:
+    """Delete the hidden entries of the table's tree last modified before `before_ms`;
+    returns how many."""
+    deleted, stack = 0, [location]
+    while stack:
+        for st in fs.list_dir(stack.pop()):
+            if hidden(st.name):
+                if st.modified_ms < before_ms:
+                    fs.delete(st.path)
+                    deleted += 1
+            elif st.is_dir:
+                stack.append(st.path)
+    return deleted
