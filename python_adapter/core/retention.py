@@ -28,6 +28,8 @@ class Done:
     instant: str            # its id; ids order the instants as the timeline replays them
     completed_ms: int       # when it completed (wall clock)
     defines: bool = False   # it (re)defined the table in the metastore
+    kept: bool = True       # the files it set aside are still kept (or it set none aside)
+    archived: bool = False  # folded into the archive (its file lists are not at hand)
 
 
 def retained(done: Sequence[Done], retention: Retention, now_ms: int) -> Set[str]:
@@ -39,19 +41,18 @@ def retained(done: Sequence[Done], retention: Retention, now_ms: int) -> Set[str
     return keep | {d.instant for d in ordered if d.completed_ms >= cutoff}
 
 
-def restorable(done: Sequence[Done], retention: Retention, now_ms: int) -> List[str]:
-    """Ids of the instants the table can be brought back to, oldest first: retained ones
-    whose later instants are all retained (their set-aside files hold what the state after
-    it had and the table lost since) and none of which defined the table again (a
+def restorable(done: Sequence[Done]) -> List[str]:
+    """Ids of the instants the table can be brought back to, oldest first: those not
+    archived whose later instants all still keep the files they set aside (what the state
+    after it held and the table lost since) and none of which defined the table again (a
     definition is not restored: its columns, partitioning or location changed)."""
-    keep = retained(done, retention, now_ms)
     out = []
     for d in reversed(sorted(done, key=lambda x: x.instant)):
-        if d.instant not in keep:
+        if d.archived:
             break
         out.append(d.instant)
-        if d.defines:
-            break  # instants before a new definition belong to the table it replaced
+        if d.defines or not d.kept:
+            break  # what was before it needs what it set aside, or was another table's
     return out[::-1]
 
 

@@ -62,7 +62,7 @@ def clean_table(spark: SparkSession, table: TableRef,
         retention = Retention(*retention_values(
             options.get("retain_commits", recorded.commits),
             options.get("retain_hours", recorded.hours)))
-        cleaned = clean(fs, proto.timeline, f"{proto.meta}/replaced", retention, batch=1)
+        cleaned = clean(fs, proto.timeline, proto.replaced_dir, retention, batch=1)
         grace_ms = max(retention.hours, MIN_GRACE_HOURS) * 3_600_000
         leftovers = _delete_leftovers(fs, proto.location, time.time() * 1000 - grace_ms)
         index = proto.timeline.file_index()

@@ -6,9 +6,8 @@ no longer holds were set aside by the instants after T (each removed entry recor
 retention keeps those (core/retention.restorable). The restore instant adds them back from
 there and sets aside the current files that state did not hold; files in both stay.
 """
-import time
 from dataclasses import replace
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Set
 
 from pyspark.sql import SparkSession
 
@@ -16,7 +15,7 @@ from python_adapter.core.retention import restorable
 from python_adapter.errors import ConfigError, WriteError
 from python_adapter.spark.catalog import SparkCatalog, TableRef
 from python_adapter.spark.locking import locked_table
-from python_adapter.table.archive import done_of, table_retention
+from python_adapter.table.archive import done_of
 from python_adapter.table.files import current_files
 from python_adapter.table.timeline import FileEntry, Instant, Timeline, replay
 from python_adapter.table.transaction import Transaction
@@ -33,7 +32,8 @@ def restore_table(spark: SparkSession, table: TableRef, instant: str,
     name = f"{table.schema}.{table.identifier}"
     with locked_table(spark, table, "restore", log=log) as (info, fs, proto):
         timeline = proto.timeline
-        _check_restorable(timeline, instant, name)
+        kept = {st.name for st in fs.list_dir(proto.replaced_dir)}
+        _check_restorable(timeline, kept, instant, name)
         target = _state_after(timeline, instant)
         current = {f.path: f for f in current_files(fs, proto.location, timeline, check=name)}
         back = _set_aside_copies(timeline, instant, [f for p, f in target.items()
@@ -53,16 +53,17 @@ def restore_table(spark: SparkSession, table: TableRef, instant: str,
     return txn.done.instant
 
 
-def _check_restorable(timeline: Timeline, instant: str, name: str) -> None:
+def _check_restorable(timeline: Timeline, kept: Set[str], instant: str, name: str) -> None:
+    """kept: the instants whose set-aside directory is there."""
     instants = timeline.instants()
-    can = restorable(done_of(instants), table_retention(timeline), int(time.time() * 1000))
+    can = restorable(done_of(instants, kept))
     if instant in can:
         return
     known = {i.instant: i for i in instants}
     why = ("is not an instant of it" if instant not in known else
            f"is {known[instant].state}, not completed" if known[instant].state != "completed"
-           else "is past the table's retention (retain_commits, retain_hours), or a later "
-                "instant defined the table again")
+           else "is past the table's retention (retain_commits, retain_hours): files it held "
+                "are no longer kept; or a later instant defined the table again")
     shown = ", ".join(can) if can else "none"
     raise ConfigError(f"instant: {instant!r} {why}: {name} can be restored to {shown}. "
                       f"Nothing changed")

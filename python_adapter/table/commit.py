@@ -33,8 +33,13 @@ class CommitProtocol:
     def staging_dir(self, instant_id: str) -> str:
         return f"{self.meta}/staging/{instant_id}"
 
+    @property
+    def replaced_dir(self) -> str:
+        """Where instants set aside the files they replace, a directory per instant."""
+        return f"{self.meta}/replaced"
+
     def aside_dir(self, instant_id: str) -> str:
-        return f"{self.meta}/replaced/{instant_id}"
+        return f"{self.replaced_dir}/{instant_id}"
 
     def final_path(self, rel_path: str) -> str:
         return f"{self.location}/{rel_path}"
@@ -160,7 +165,7 @@ class CommitProtocol:
         self.fs.delete(self.staging_dir(done.instant))
         self.timeline.drop_earlier_states(done)
         try:
-            clean(self.fs, self.timeline, f"{self.meta}/replaced")
+            clean(self.fs, self.timeline, self.replaced_dir)
         except Exception as exc:
             self.log(f"cleaning after {done.instant} did not finish ({exc}); the next commit "
                      f"tries again")

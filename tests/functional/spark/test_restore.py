@@ -88,7 +88,9 @@ def test_restore_refuses_instants_it_cannot_restore_and_names_those_it_can(spark
     before = rows_of(spark, schema, "rsbad")
     for bad, why in [("20990101000000000", "is not an instant of it"),
                      (ids[0], "past the table's retention")]:
-        with pytest.raises(ConfigError, match=f"{why}.*can be restored to {ids[2]}, {ids[3]}"):
+        # the state after ids[1] is at hand: what it held, the two kept commits set aside
+        with pytest.raises(ConfigError, match=f"{why}.*can be restored to {ids[1]}, {ids[2]}, "
+                                              f"{ids[3]}"):
             restore_table(spark, table, bad, **QUIET)
     assert rows_of(spark, schema, "rsbad") == before
     assert [i.instant for i in Timeline(fs, timeline.location).completed()] == ids
