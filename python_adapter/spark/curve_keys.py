@@ -7,7 +7,7 @@ and no Python worker. The cut points only steer the layout: a rank that is off b
 moves a row to a neighbouring file, it never changes what is written.
 """
 import math
-from typing import List, Sequence, Tuple
+from typing import Sequence, Tuple
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -17,16 +17,27 @@ from python_adapter.core import curves
 from python_adapter.errors import ConfigError
 
 SAMPLE_PER_BUCKET = 20      # as Spark's RangePartitioner samples per output partition
+KEY = "__sized_curve"
 _RANKABLE = (T.NumericType, T.StringType, T.DateType, T.TimestampType, T.BooleanType)
 
 
 def with_curve_key(df: DataFrame, cluster_by: Sequence[str], strategy: str,
                    bits: int) -> Tuple[DataFrame, str]:
-    """(df with a bigint column ordering rows along the curve, that column's name)."""
+    """(df with a bigint column ordering rows along the curve, that column's name).
+    Each column gets `curves.key_bits` bits (fewer than `bits` past 6 columns), so the value
+    fits a bigint; both curves equal the pure functions of `core/curves.py` over the ranks."""
+    try:
+        bits = curves.key_bits(len(cluster_by), bits)
+    except ValueError as e:
+        raise ConfigError(f"cluster_by: {e}") from None
     ranked, ranks = _with_ranks(df, cluster_by, bits)
+    keyed = ranked.withColumn(KEY, _morton(ranks, bits))
     if strategy == "zorder" or len(ranks) == 1:
-        return ranked.withColumn("__sized_curve", _interleave(ranks, bits)), "__sized_curve"
-    return _with_hilbert(ranked, ranks, bits), "__sized_curve"
+        return keyed, KEY
+    steps = curves.hilbert_table_levels(len(ranks), bits)
+    if steps:
+        return _hilbert_by_tables(keyed, len(ranks), bits, steps), KEY
+    return _hilbert_by_arithmetic(keyed, len(ranks), bits), KEY
 
 
 def _with_ranks(df: DataFrame, cluster_by: Sequence[str], bits: int):
@@ -72,44 +83,78 @@ def _with_rank(df: DataFrame, col: str, levels: Sequence[Sequence], name: str) -
     return df
 
 
-def _interleave(ranks: Sequence[str], bits: int) -> Column:
-    """curves.z_value as a Spark expression: bit j of rank i goes to j*k + (k-1-i)."""
+def _table(values: Sequence[int], sql_type: str) -> Column:
+    """A literal array: one string split and cast, which the optimizer folds into a single
+    constant (not one literal expression, and one py4j call, per entry)."""
+    return F.split(F.lit(",".join(map(str, values))), ",").cast(f"array<{sql_type}>")
+
+
+def _lookup(table: Column, index: Column) -> Column:
+    return F.element_at(table, index.cast("int") + 1)
+
+
+def _morton(ranks: Sequence[str], bits: int) -> Column:
+    """curves.z_value: each rank's bits spread `k` apart by one lookup
+    (curves.spread_table), shifted to the rank's place, ORed."""
     k = len(ranks)
-    out = F.lit(0).cast("long")
-    for j in range(bits):
-        for i, c in enumerate(ranks):
-            bit = F.shiftright(F.col(c), j).bitwiseAND(F.lit(1))
-            out = out.bitwiseOR(F.shiftleft(bit, j * k + (k - 1 - i)))
+    if k == 1:
+        return F.col(ranks[0]).cast("long")
+    spread = _table(curves.spread_table(k, bits), "bigint")
+    out = None
+    for i, rank in enumerate(ranks):
+        term = F.shiftleft(_lookup(spread, F.col(rank)), k - 1 - i)
+        out = term if out is None else out.bitwiseOR(term)
     return out
 
 
-def _with_hilbert(df: DataFrame, ranks: List[str], bits: int) -> DataFrame:
-    """curves.hilbert_index (Skilling's transform) as chained projections over the ranks."""
-    x = list(ranks)
-    n = len(x)
-    q = 1 << (bits - 1)
-    while q > 1:        # inverse undo of excess work
-        p = q - 1
-        df = df.withColumn(x[0], F.when(F.col(x[0]).bitwiseAND(q) != 0,
-                                        F.col(x[0]).bitwiseXOR(p)).otherwise(F.col(x[0])))
-        for i in range(1, n):
-            xi_set = F.col(x[i]).bitwiseAND(q) != 0
-            t = F.col(x[0]).bitwiseXOR(F.col(x[i])).bitwiseAND(p)
-            df = df.select("*", F.when(xi_set, F.col(x[0]).bitwiseXOR(p))
-                                 .otherwise(F.col(x[0]).bitwiseXOR(t)).alias("__sized_x0"),
-                           F.when(xi_set, F.col(x[i])).otherwise(F.col(x[i]).bitwiseXOR(t))
-                           .alias("__sized_xi"))
-            df = (df.drop(x[0], x[i]).withColumnRenamed("__sized_x0", x[0])
-                    .withColumnRenamed("__sized_xi", x[i]))
-        q >>= 1
-    for i in range(1, n):   # Gray encode
-        df = df.withColumn(x[i], F.col(x[i]).bitwiseXOR(F.col(x[i - 1])))
-    t = F.lit(0).cast("long")
-    q = 1 << (bits - 1)
-    while q > 1:
-        t = t.bitwiseXOR(F.when(F.col(x[n - 1]).bitwiseAND(q) != 0, q - 1).otherwise(0))
-        q >>= 1
-    df = df.withColumn("__sized_t", t)
-    for i in range(n):
-        df = df.withColumn(x[i], F.col(x[i]).bitwiseXOR(F.col("__sized_t")))
-    return df.drop("__sized_t").withColumn("__sized_curve", _interleave(x, bits))
+def _hilbert_by_tables(df: DataFrame, dims: int, bits: int, steps: Sequence[int]) -> DataFrame:
+    """curves.hilbert_index_by_tables over the Morton code in KEY: per step, the next digits
+    of the Morton code and the last state index the step's table (one lookup); the looked-up
+    values, one column per step, hold the index's digits. Each step's column is used by the
+    next step and by the final key, so Spark keeps the steps as chained projections."""
+    shift, width, looked_up = dims * bits, 0, []
+    for k, levels in enumerate(steps):
+        prev, width = width, levels * dims
+        shift -= width
+        digits = F.shiftright(F.col(KEY), shift).bitwiseAND((1 << width) - 1)
+        index = digits if k == 0 else F.shiftleft(
+            F.shiftright(F.col(looked_up[-1][0]), prev), width).bitwiseOR(digits)
+        name = f"__sized_hilbert{k}"
+        df = df.withColumn(name, _lookup(_table(curves.hilbert_table(dims, levels), "int"), index))
+        looked_up.append((name, width, shift))
+    key = None
+    for name, width, at in looked_up:
+        part = F.shiftleft(F.col(name).bitwiseAND((1 << width) - 1).cast("long"), at)
+        key = part if key is None else key.bitwiseOR(part)
+    return df.withColumn(KEY, key)
+
+
+def _hilbert_by_arithmetic(df: DataFrame, dims: int, bits: int) -> DataFrame:
+    """curves.hilbert_index level by level with the frame (e, d) in columns, for more columns
+    than `hilbert_table_levels` makes tables for: three projections per level, each
+    expression mirroring curves.hilbert_step."""
+    z, e, d, t, w, h = KEY, "__sized_he", "__sized_hd", "__sized_ht", "__sized_hw", "__sized_hh"
+    m = (1 << dims) - 1
+    df = df.withColumn(e, F.lit(0).cast("long")).withColumn(d, F.lit(0)).withColumn(
+        h, F.lit(0).cast("long"))
+    turn = f"(({d} + 1) % {dims})"
+    for level in range(bits - 1, -1, -1):
+        x = f"((shiftright({z}, {level * dims}) & {m}) ^ {e})"
+        df = df.withColumn(t, F.expr(_rotate_right_sql(x, turn, dims)))
+        df = df.withColumn(w, F.expr(" ^ ".join(f"shiftright({t}, {s})" for s in range(dims))))
+        entry = f"(({w} - 1) & -2)"     # hilbert_entry before the Gray code, 0 when w = 0
+        gray_entry = f"CASE WHEN {w} = 0 THEN 0 ELSE {entry} ^ shiftright({entry}, 1) END"
+        odd_up = f"({w} - 1 + ({w} & 1))"   # w when odd, w - 1 when even
+        direction = f"CASE WHEN {w} = 0 THEN 0 ELSE bit_count({odd_up} & ~({odd_up} + 1)) END"
+        df = df.select("*", F.expr(f"{e} ^ {_rotate_right_sql(gray_entry, f'({dims} - {turn})', dims)}")
+                       .alias("__sized_he2"),
+                       F.expr(f"({d} + {direction} + 1) % {dims}").alias("__sized_hd2"),
+                       F.expr(f"shiftleft({h}, {dims}) | {w}").alias("__sized_hh2"))
+        df = (df.drop(e, d, h).withColumnRenamed("__sized_he2", e)
+                .withColumnRenamed("__sized_hd2", d).withColumnRenamed("__sized_hh2", h))
+    return df.withColumn(KEY, F.col(h))
+
+
+def _rotate_right_sql(x: str, r: str, dims: int) -> str:
+    """curves.rotate_right as SQL over expressions x and r (0 <= r <= dims)."""
+    return f"((shiftright({x}, {r}) | shiftleft({x}, {dims} - {r})) & {(1 << dims) - 1})"

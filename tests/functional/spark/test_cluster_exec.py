@@ -245,26 +245,32 @@ def test_a_crash_while_clustering_rewrites_loses_nothing_and_the_plan_runs_later
     assert not fs.list_dir(f"{Timeline(fs, location).meta_dir}/staging")
 
 
-@pytest.mark.parametrize("strategy,cols", [("zorder", ["n", "s"]), ("hilbert", ["n", "s"]),
-                                           ("hilbert", ["n", "s", "d"])])
+@pytest.mark.parametrize("strategy,cols", [
+    ("zorder", ["n", "s"]), ("zorder", ["n", "s", "d"]),
+    ("hilbert", ["n", "s"]), ("hilbert", ["n", "s", "d"]),      # 5 and 3 levels a lookup
+    ("hilbert", ["n", "s", "d", "a"]),                             # 2 levels a lookup
+    ("hilbert", ["n", "s", "d", "a", "b", "c", "e"])])            # no tables: 9 bits, arithmetic
 def test_curve_keys_in_spark_match_the_pure_curves(spark, strategy, cols):
     """Ranks from quantile cut points and the curve, both as Spark expressions, give each row
     the key the pure functions give it (all rows are the sample below 20,480 rows)."""
     df = spark.sql("""
         select cast(pmod(hash(i, 1), 5000) - 2500 as bigint) as n,
                case when i % 17 = 0 then null else concat('k', pmod(hash(i, 2), 3000)) end as s,
-               date'2024-01-01' + cast(pmod(hash(i, 3), 900) as int) as d
+               date'2024-01-01' + cast(pmod(hash(i, 3), 900) as int) as d,
+               pmod(hash(i, 4), 700) / 7.0 as a, pmod(hash(i, 5), 2000) as b,
+               cast(pmod(hash(i, 6), 1500) as double) as c, i % 3 = 0 as e
         from (select explode(sequence(1, 4000)) as i)""")
     keyed, key = with_curve_key(df, cols, strategy, 10)
     rows = keyed.select(*cols, key).collect()
+    bits = curves.key_bits(len(cols), 10)      # 63 // 7 = 9 bits past 6 columns
     levels = {}
     for i, c in enumerate(cols):
         values = sorted(r[i] for r in rows if r[i] is not None)
-        levels[c] = curves.search_levels(curves.quantile_boundaries(values, 1024), 10)
+        levels[c] = curves.search_levels(curves.quantile_boundaries(values, 1 << bits), bits)
     curve = curves.z_value if strategy == "zorder" else curves.hilbert_index
     for r in rows:
         ranks = [0 if r[i] is None else curves.rank_of(r[i], levels[c]) for i, c in enumerate(cols)]
-        assert r[len(cols)] == curve(ranks, 10), (r, ranks)
+        assert r[len(cols)] == curve(ranks, bits), (r, ranks)
     assert len({r[len(cols)] for r in rows}) > 3000    # keys spread, not collapsed
 
 

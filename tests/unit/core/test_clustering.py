@@ -7,8 +7,10 @@ import pytest
 
 from python_adapter.core.config import cluster_options
 from python_adapter.core.clustering import plan_groups
-from python_adapter.core.curves import (hilbert_index, quantile_boundaries, rank_of,
-                                        search_levels, z_value)
+from python_adapter.core.curves import (MAX_TABLE_ENTRIES, KEY_BITS, hilbert_index,
+                                        hilbert_index_by_tables, hilbert_table,
+                                        hilbert_table_levels, key_bits, quantile_boundaries,
+                                        rank_of, search_levels, spread_table, z_value)
 
 
 def test_groups_take_small_files_largest_first_within_bytes_bound():
@@ -52,15 +54,61 @@ def test_curves_are_bijections_of_the_grid(curve, dims, bits):
     assert values == list(range(2 ** (bits * dims)))
 
 
-def test_hilbert_steps_are_grid_neighbours_and_z_is_not():
-    bits = 4
-    for dims in (2, 3):
-        order = sorted(itertools.product(range(2 ** bits), repeat=dims),
-                       key=lambda p: hilbert_index(p, bits))
-        for a, b in zip(order, order[1:]):
-            assert sum(abs(x - y) for x, y in zip(a, b)) == 1
+@pytest.mark.parametrize("dims,bits", [(2, 4), (3, 3), (4, 2), (5, 2)])
+def test_hilbert_steps_are_grid_neighbours(dims, bits):
+    order = sorted(itertools.product(range(2 ** bits), repeat=dims),
+                   key=lambda p: hilbert_index(p, bits))
+    for a, b in zip(order, order[1:]):
+        assert sum(abs(x - y) for x, y in zip(a, b)) == 1, (a, b)
+
+
+def test_z_order_steps_are_not_all_grid_neighbours():
     zorder = sorted(itertools.product(range(16), repeat=2), key=lambda p: z_value(p, 4))
     assert max(sum(abs(x - y) for x, y in zip(a, b)) for a, b in zip(zorder, zorder[1:])) > 1
+
+
+@pytest.mark.parametrize("dims,bits", [(2, 5), (3, 3), (4, 2), (5, 2), (6, 1)])
+def test_the_hilbert_state_machine_walks_the_reference_curve(dims, bits):
+    """Spark computes Hilbert keys by the tables' walk: it must give hilbert_index on every
+    point of a small grid, and on random points at the bits a key has (10, 9 past 6 dims)."""
+    for p in itertools.product(range(2 ** bits), repeat=dims):
+        assert hilbert_index_by_tables(p, bits) == hilbert_index(p, bits), p
+    rng = random.Random(dims)
+    full = key_bits(dims, 10)
+    for _ in range(500):
+        p = [rng.randrange(2 ** full) for _ in range(dims)]
+        assert hilbert_index_by_tables(p, full) == hilbert_index(p, full), p
+
+
+@pytest.mark.parametrize("dims", range(2, 8))
+def test_hilbert_tables_stay_small_and_cover_every_level(dims):
+    levels = hilbert_table_levels(dims, 10)
+    if dims <= 6:
+        assert sum(levels) == 10
+        assert all(len(hilbert_table(dims, n)) <= MAX_TABLE_ENTRIES for n in set(levels))
+    else:
+        assert levels == []     # the Spark side walks these levels with arithmetic
+
+
+def test_spread_table_entries_or_together_into_the_morton_code():
+    rng = random.Random(5)
+    for dims in (1, 2, 3, 6):
+        table = spread_table(dims, 10)
+        for _ in range(200):
+            p = [rng.randrange(1024) for _ in range(dims)]
+            ored = 0
+            for i, c in enumerate(p):
+                ored |= table[c] << (dims - 1 - i)
+            assert ored == z_value(p, 10)
+
+
+def test_curve_values_fit_a_bigint():
+    for dims in range(1, KEY_BITS + 1):
+        bits = key_bits(dims, 10)
+        assert bits == min(10, KEY_BITS // dims) and dims * bits <= 63
+        assert z_value([2 ** bits - 1] * dims, bits) < 2 ** 63
+    with pytest.raises(ValueError, match="1 to 63 coordinates"):
+        key_bits(64, 10)
 
 
 def test_z_value_interleaves_bits():
