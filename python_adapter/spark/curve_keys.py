@@ -7,7 +7,8 @@ and no Python worker. The cut points only steer the layout: a rank that is off b
 moves a row to a neighbouring file, it never changes what is written.
 """
 import math
-from typing import Sequence, Tuple
+import re
+from typing import List, Optional, Sequence, Tuple
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -18,6 +19,7 @@ from python_adapter.errors import ConfigError
 
 SAMPLE_PER_BUCKET = 20      # as Spark's RangePartitioner samples per output partition
 KEY = "__sized_curve"
+_SEPARATORS = ("\x1f", "\x1e", "\x1d", "\x1c", "\x00")   # rare in text: split on one absent
 _RANKABLE = (T.NumericType, T.StringType, T.DateType, T.TimestampType, T.BooleanType)
 
 
@@ -52,7 +54,7 @@ def _with_ranks(df: DataFrame, cluster_by: Sequence[str], bits: int):
         values = sorted((r[i] for r in sample if r[i] is not None), key=_sort_key)
         levels = curves.search_levels(
             curves.quantile_boundaries(values, buckets), bits) if values else []
-        df = _with_rank(df, col, levels, f"__sized_rank{i}")
+        df = _with_rank(df, col, (levels, types[col.lower()]), f"__sized_rank{i}")
         ranks.append(f"__sized_rank{i}")
     return df, ranks
 
@@ -71,22 +73,50 @@ def _sort_key(v):
     return (isinstance(v, float) and math.isnan(v), v)
 
 
-def _with_rank(df: DataFrame, col: str, levels: Sequence[Sequence], name: str) -> DataFrame:
+def _with_rank(df: DataFrame, col: str, search: Tuple[Sequence[Sequence], T.DataType],
+               name: str) -> DataFrame:
     """rank = number of cut points below the value (nulls first: 0), one projection per
-    level; each level's expression uses the last one twice, so Spark keeps them apart
-    (CollapseProject does not inline a non-trivial expression used twice)."""
+    level of `search` (curves.search_levels, the column's type); each level's expression
+    uses the last one twice, so Spark keeps them apart (CollapseProject does not inline a
+    non-trivial expression used twice). The levels are one array, level L from 2**L - 1."""
+    levels, data_type = search
     df = df.withColumn(name, F.lit(0).cast("long"))
-    for level in levels:
-        cut = F.element_at(F.array(*[F.lit(v) for v in level]), F.col(name).cast("int") + 1)
+    if not levels:
+        return df
+    cuts = _literal_array([v for level in levels for v in level], data_type)
+    for depth in range(len(levels)):
+        cut = F.element_at(cuts, F.col(name).cast("int") + (1 << depth))    # 1-based
         above = F.when(F.col(col) > cut, 1).otherwise(0)   # null > cut is null: 0
         df = df.withColumn(name, F.col(name) * 2 + above)
     return df
 
 
-def _table(values: Sequence[int], sql_type: str) -> Column:
-    """A literal array: one string split and cast, which the optimizer folds into a single
-    constant (not one literal expression, and one py4j call, per entry)."""
-    return F.split(F.lit(",".join(map(str, values))), ",").cast(f"array<{sql_type}>")
+def _literal_array(values: Sequence, data_type: T.DataType) -> Column:
+    """values as an array of the column's type. Where each value has a text that casts back
+    to it exactly, the texts are joined into one string, split and cast: the optimizer folds
+    that into one constant, built with one py4j call instead of one per value (~0.3 s per
+    column of 1023 cut points). Otherwise (timestamps, strings holding every separator) one
+    literal per value."""
+    texts = _texts(values, data_type)
+    sep = None if texts is None else next(
+        (s for s in _SEPARATORS if not any(s in t for t in texts)), None)
+    if sep is None:
+        return F.array(*[F.lit(v) for v in values])
+    return F.split(F.lit(sep.join(texts)), re.escape(sep)).cast(T.ArrayType(data_type))
+
+
+def _texts(values: Sequence, data_type: T.DataType) -> Optional[List[str]]:
+    if isinstance(data_type, T.StringType):
+        return list(values)
+    if isinstance(data_type, T.BooleanType):
+        return ["true" if v else "false" for v in values]
+    if isinstance(data_type, (T.IntegralType, T.DateType)):
+        return [v.isoformat() if isinstance(data_type, T.DateType) else str(v) for v in values]
+    if isinstance(data_type, T.DecimalType):
+        return [format(v, "f") for v in values]
+    if isinstance(data_type, (T.FloatType, T.DoubleType)):
+        return [repr(v) for v in values]    # shortest text that parses back; 'nan', 'inf'
+    return None
 
 
 def _lookup(table: Column, index: Column) -> Column:
@@ -99,7 +129,7 @@ def _morton(ranks: Sequence[str], bits: int) -> Column:
     k = len(ranks)
     if k == 1:
         return F.col(ranks[0]).cast("long")
-    spread = _table(curves.spread_table(k, bits), "bigint")
+    spread = _literal_array(curves.spread_table(k, bits), T.LongType())
     out = None
     for i, rank in enumerate(ranks):
         term = F.shiftleft(_lookup(spread, F.col(rank)), k - 1 - i)
@@ -120,7 +150,8 @@ def _hilbert_by_tables(df: DataFrame, dims: int, bits: int, steps: Sequence[int]
         index = digits if k == 0 else F.shiftleft(
             F.shiftright(F.col(looked_up[-1][0]), prev), width).bitwiseOR(digits)
         name = f"__sized_hilbert{k}"
-        df = df.withColumn(name, _lookup(_table(curves.hilbert_table(dims, levels), "int"), index))
+        table = _literal_array(curves.hilbert_table(dims, levels), T.IntegerType())
+        df = df.withColumn(name, _lookup(table, index))
         looked_up.append((name, width, shift))
     key = None
     for name, width, at in looked_up:
@@ -131,28 +162,37 @@ def _hilbert_by_tables(df: DataFrame, dims: int, bits: int, steps: Sequence[int]
 
 def _hilbert_by_arithmetic(df: DataFrame, dims: int, bits: int) -> DataFrame:
     """curves.hilbert_index level by level with the frame (e, d) in columns, for more columns
-    than `hilbert_table_levels` makes tables for: three projections per level, each
-    expression mirroring curves.hilbert_step."""
-    z, e, d, t, w, h = KEY, "__sized_he", "__sized_hd", "__sized_ht", "__sized_hw", "__sized_hh"
-    m = (1 << dims) - 1
-    df = df.withColumn(e, F.lit(0).cast("long")).withColumn(d, F.lit(0)).withColumn(
-        h, F.lit(0).cast("long"))
-    turn = f"(({d} + 1) % {dims})"
+    than `hilbert_table_levels` makes tables for: three projections per level (the digit in
+    the frame, its Gray rank, the next frame and index), mirroring curves.hilbert_step."""
+    e, d, h = "__sized_he", "__sized_hd", "__sized_hh"
+    df = df.select("*", F.lit(0).cast("long").alias(e), F.lit(0).alias(d),
+                   F.lit(0).cast("long").alias(h))
     for level in range(bits - 1, -1, -1):
-        x = f"((shiftright({z}, {level * dims}) & {m}) ^ {e})"
-        df = df.withColumn(t, F.expr(_rotate_right_sql(x, turn, dims)))
-        df = df.withColumn(w, F.expr(" ^ ".join(f"shiftright({t}, {s})" for s in range(dims))))
-        entry = f"(({w} - 1) & -2)"     # hilbert_entry before the Gray code, 0 when w = 0
-        gray_entry = f"CASE WHEN {w} = 0 THEN 0 ELSE {entry} ^ shiftright({entry}, 1) END"
-        odd_up = f"({w} - 1 + ({w} & 1))"   # w when odd, w - 1 when even
-        direction = f"CASE WHEN {w} = 0 THEN 0 ELSE bit_count({odd_up} & ~({odd_up} + 1)) END"
-        df = df.select("*", F.expr(f"{e} ^ {_rotate_right_sql(gray_entry, f'({dims} - {turn})', dims)}")
-                       .alias("__sized_he2"),
-                       F.expr(f"({d} + {direction} + 1) % {dims}").alias("__sized_hd2"),
-                       F.expr(f"shiftleft({h}, {dims}) | {w}").alias("__sized_hh2"))
-        df = (df.drop(e, d, h).withColumnRenamed("__sized_he2", e)
-                .withColumnRenamed("__sized_hd2", d).withColumnRenamed("__sized_hh2", h))
+        framed, rank, nxt = _hilbert_level_sql(dims, level)
+        df = df.withColumn("__sized_ht", F.expr(framed)).withColumn("__sized_hw", F.expr(rank))
+        df = df.select("*", *[F.expr(sql).alias(c + "2") for c, sql in zip((e, d, h), nxt)])
+        df = df.drop(e, d, h)      # by exact name: data columns may hold dots
+        for c in (e, d, h):
+            df = df.withColumnRenamed(c + "2", c)
     return df.withColumn(KEY, F.col(h))
+
+
+def _hilbert_level_sql(dims: int, level: int) -> Tuple[str, str, Tuple[str, str, str]]:
+    """SQL of one level of curves.hilbert_step over columns __sized_he / hd / hh (frame e,
+    d, index so far), __sized_ht (the digit in the frame) and __sized_hw (its Gray rank):
+    (t, w, (next e, next d, next index))."""
+    e, d, h, t, w = "__sized_he", "__sized_hd", "__sized_hh", "__sized_ht", "__sized_hw"
+    turn = f"(({d} + 1) % {dims})"
+    digit = f"((shiftright({KEY}, {level * dims}) & {(1 << dims) - 1}) ^ {e})"
+    entry = f"(({w} - 1) & -2)"         # curves.hilbert_entry before its Gray code
+    gray_entry = f"(CASE WHEN {w} = 0 THEN 0 ELSE {entry} ^ shiftright({entry}, 1) END)"
+    odd_up = f"({w} - 1 + ({w} & 1))"   # w when odd, w - 1 when even
+    direction = f"(CASE WHEN {w} = 0 THEN 0 ELSE bit_count({odd_up} & ~({odd_up} + 1)) END)"
+    return (_rotate_right_sql(digit, turn, dims),
+            " ^ ".join(f"shiftright({t}, {s})" for s in range(dims)),
+            (f"{e} ^ {_rotate_right_sql(gray_entry, f'({dims} - {turn})', dims)}",
+             f"({d} + {direction} + 1) % {dims}",
+             f"shiftleft({h}, {dims}) | {w}"))
 
 
 def _rotate_right_sql(x: str, r: str, dims: int) -> str:

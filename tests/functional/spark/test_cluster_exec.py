@@ -249,16 +249,19 @@ def test_a_crash_while_clustering_rewrites_loses_nothing_and_the_plan_runs_later
     ("zorder", ["n", "s"]), ("zorder", ["n", "s", "d"]),
     ("hilbert", ["n", "s"]), ("hilbert", ["n", "s", "d"]),      # 5 and 3 levels a lookup
     ("hilbert", ["n", "s", "d", "a"]),                             # 2 levels a lookup
-    ("hilbert", ["n", "s", "d", "a", "b", "c", "e"])])            # no tables: 9 bits, arithmetic
+    ("hilbert", ["n", "s", "d", "a", "b", "c", "e"]),             # no tables: 9 bits, arithmetic
+    ("zorder", ["t", "s"])])
 def test_curve_keys_in_spark_match_the_pure_curves(spark, strategy, cols):
     """Ranks from quantile cut points and the curve, both as Spark expressions, give each row
     the key the pure functions give it (all rows are the sample below 20,480 rows)."""
     df = spark.sql("""
         select cast(pmod(hash(i, 1), 5000) - 2500 as bigint) as n,
-               case when i % 17 = 0 then null else concat('k', pmod(hash(i, 2), 3000)) end as s,
+               case when i % 17 = 0 then null
+                    else concat('k', if(i % 5 = 0, char(31), ''), pmod(hash(i, 2), 3000)) end as s,
                date'2024-01-01' + cast(pmod(hash(i, 3), 900) as int) as d,
                pmod(hash(i, 4), 700) / 7.0 as a, pmod(hash(i, 5), 2000) as b,
-               cast(pmod(hash(i, 6), 1500) as double) as c, i % 3 = 0 as e
+               cast(pmod(hash(i, 6), 1500) as double) as c, i % 3 = 0 as e,
+               timestamp'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, i % 997) as t
         from (select explode(sequence(1, 4000)) as i)""")
     keyed, key = with_curve_key(df, cols, strategy, 10)
     rows = keyed.select(*cols, key).collect()
