@@ -278,13 +278,23 @@ class CompactOptions:
     max_bytes_per_group: int = 16 * 128 * 1000**2
     max_groups: int = 100
     max_bytes: Optional[int] = None   # bytes read per run; None: no bound
+    # partial progress: groups per commit, so an interrupted run keeps the batches it
+    # committed; None: the whole plan is one commit
+    partial_progress_groups: Optional[int] = None
+
+
+# Groups per commit with partial_progress: small enough that an interrupted run keeps most
+# of its work, large enough that commits (a lock, a few timeline files each) stay cheap.
+DEFAULT_PARTIAL_PROGRESS_GROUPS = 10
 
 
 def compact_options(target_file_size: Optional[Union[int, float, str]] = None,
                     small_file_limit: Optional[Union[int, float, str]] = None,
                     max_groups: Optional[int] = None,
                     max_bytes: Optional[Union[int, float, str]] = None,
-                    write_small_file_limit: Optional[int] = None) -> CompactOptions:
+                    write_small_file_limit: Optional[int] = None,
+                    partial_progress: Any = None,
+                    partial_progress_groups: Optional[int] = None) -> CompactOptions:
     """Validated compaction options, errors naming the key; the limit defaults to the
     table's own small_file_limit (write_small_file_limit) and each group holds up to 16
     target files' worth, so one partition's small files are usually one group."""
@@ -299,4 +309,24 @@ def compact_options(target_file_size: Optional[Union[int, float, str]] = None,
     if limit is not None and limit <= 0:
         raise ConfigError(f"max_bytes: must be > 0, got {max_bytes!r}")
     groups = _positive_int("max_groups", max_groups) or 100
-    return CompactOptions(target, small, 16 * target, groups, limit)
+    return CompactOptions(target, small, 16 * target, groups, limit,
+                          _batch_groups(partial_progress, partial_progress_groups))
+
+
+def _batch_groups(partial_progress, partial_progress_groups):
+    """Groups per commit: None without partial progress."""
+    enabled = _flag("partial_progress", partial_progress)
+    groups = _positive_int("partial_progress_groups", partial_progress_groups)
+    if groups is not None and not enabled:
+        raise ConfigError(f"partial_progress_groups: {partial_progress_groups!r} given, but "
+                          f"partial_progress is not true; set partial_progress: true")
+    return (groups or DEFAULT_PARTIAL_PROGRESS_GROUPS) if enabled else None
+
+
+def _flag(key, value):
+    """A yes / no option: a boolean, or its text as YAML and dbt's --vars give it."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ConfigError(f"{key}: expected true or false, got {value!r}")

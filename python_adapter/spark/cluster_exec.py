@@ -14,18 +14,25 @@ never execute one plan at once. Upserts that arrive while a plan is pending put 
 into its files; an update to one of its files rewrites that file at once, and the plan's
 group holding it is dropped at commit and planned again next time: clustering only ever
 replaces files that are still exactly as planned, so no update is lost.
+
+Partial progress (compaction's `partial_progress`): a plan is executed in batches of
+groups, each committed as a replacecommit of its own whose extra names the plan (`plan`)
+and the groups it did (`plan_groups`); the plan's requested instant stays until its last
+batch is committed, so an interrupted run keeps its finished batches and the next run
+executes the groups left.
 """
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Collection, Dict, Mapping, Optional, Sequence, Set, Union
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from python_adapter.core.clustering import plan_groups
 from python_adapter.core.compaction import SPLIT_RATIO, partition_filter, plan_compaction
-from python_adapter.core.config import ClusterOptions, cluster_options, compact_options
+from python_adapter.core.config import (ClusterOptions, CompactOptions, cluster_options,
+                                        compact_options)
 from python_adapter.core.routing import routing_keys
 from python_adapter.core.sizes import format_duration, format_size
 from python_adapter.errors import ConfigError
@@ -33,7 +40,8 @@ from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import SparkCatalog, TableInfo, TableRef
 from python_adapter.spark.curve_keys import with_curve_key
 from python_adapter.spark.local_table import local_table
-from python_adapter.spark.locking import locked_table
+from python_adapter.spark.locking import locked_table, open_table
+from python_adapter.spark.partition_where import partition_where
 from python_adapter.spark.staging import staged_entries
 from python_adapter.spark.table_files import read_files, rows_per_file, with_file_values
 from python_adapter.table.commit import CommitProtocol
@@ -58,12 +66,14 @@ class ClusterResult:
     target_file_size: int = 0   # the unit family sizes are shown in
     groups_dropped: int = 0     # groups whose files a writer changed while they were rewritten
     service: str = "clustering"
+    commits: int = 0            # replacecommits made (partial progress: one per batch)
 
     @property
     def message(self) -> str:
         dropped = (f"; {self.groups_dropped} group(s) dropped (a writer changed their files "
                    f"meanwhile; planned again next time)" if self.groups_dropped else "")
-        return (f"{self.service}: {self.executed_plans} plan(s), {self.groups} groups, "
+        commits = f" in {self.commits} commits" if self.commits > self.executed_plans else ""
+        return (f"{self.service}: {self.executed_plans} plan(s), {self.groups} groups{commits}, "
                 f"files {self.files_replaced} -> {self.files_written}, "
                 f"{format_size(self.bytes, self.target_file_size)} written in "
                 f"{format_duration(self.seconds)}{dropped}")
@@ -103,15 +113,51 @@ def run_compaction(spark: SparkSession, table: TableRef, options: Mapping[str, A
                    log: Callable[[str], None] = print) -> ClusterResult:
     """Schedule a compaction plan of the table's small and oversized files (core/compaction)
     and, unless schedule_only, execute every pending plan, as clustering does.
-    options: target_file_size, small_file_limit, max_groups, max_bytes (None: default)."""
+    options: target_file_size, small_file_limit, max_groups, max_bytes, where (a condition
+    on the partition columns), partial_progress, partial_progress_groups (None: default).
+    Every option is checked before the table is locked (or adopted): bad input writes
+    nothing."""
+    options = dict(options)
+    info, _fs, _location = open_table(spark, table)
+    checked = _compact_options(options, {})
+    scope = _scope(spark, info, table, partitions, options.get("where"))
+
     def schedule(locked):
-        return _schedule_compaction(locked, dict(options), partitions)
-    return _run_service(spark, table, "compaction", schedule, schedule_only, log)
+        return _schedule_compaction(locked, options, scope)
+    return _run_service(spark, table, "compaction", schedule, schedule_only, log,
+                        checked.partial_progress_groups)
 
 
-def _run_service(spark, table, service, schedule, schedule_only, log) -> ClusterResult:
+def _compact_options(overrides, last) -> CompactOptions:
+    """The call's options over the table's own target and limit (`last`: the extra of its
+    last write), unless the call gives a target (the limit then follows it, as at write
+    time)."""
+    if overrides.get("target_file_size"):
+        last = {}
+    return compact_options(
+        overrides.get("target_file_size") or int(last.get("target_file_size", 0)) or None,
+        overrides.get("small_file_limit"), overrides.get("max_groups"),
+        overrides.get("max_bytes"), int(last.get("small_file_limit", 0)) or None,
+        overrides.get("partial_progress"), overrides.get("partial_progress_groups"))
+
+
+def _scope(spark, info, table, partitions, where) -> Callable[[Collection[str]], Set[str]]:
+    """The partitions (directories) a compaction may touch: those `partitions` names and
+    `where` selects, both when both are given."""
+    named = partition_filter(info.partition_columns, partitions)
+    selected = partition_where(spark, info, f"{table.schema}.{table.identifier}", where)
+
+    def scope(dirs: Collection[str]) -> Set[str]:
+        dirs = {d for d in dirs if named(d)}
+        return selected(dirs) if selected is not None else dirs
+    return scope
+
+
+def _run_service(spark, table, service, schedule, schedule_only, log, batch=None
+                 ) -> ClusterResult:
     """A table service's run: schedule (when given) under the writer lock, then execute the
-    pending plans under the service lock, each committed under the writer lock."""
+    pending plans under the service lock, each committed under the writer lock (batch:
+    groups per commit, partial progress; None: one commit per plan)."""
     start = time.monotonic()
     with locked_table(spark, table, service, log=log) as (info, fs, proto):
         locked = _Locked(spark, table, info, fs, proto, log)
@@ -123,7 +169,7 @@ def _run_service(spark, table, service, schedule, schedule_only, log) -> Cluster
         service_lock.acquire(service)
         try:
             for plan in plans:
-                _execute(locked, plan, result)
+                _execute(locked, plan, result, batch)
         except Exception:  # not a crash: a crashed run keeps its lock, as a dead process does
             service_lock.release()
             raise
@@ -169,31 +215,30 @@ def _schedule(locked, cluster_by, strategy, overrides) -> int:
     return len(groups)
 
 
-def _schedule_compaction(locked, overrides, partitions) -> int:
-    """Store a compaction plan (small files bin-packed, oversized files split) as a
-    requested replacecommit; returns its number of groups."""
-    # The table's own target and limit, unless the call gives a target (the limit then
-    # follows it, as at write time).
-    last = {} if overrides.get("target_file_size") else _last_write(locked.proto)
-    options = compact_options(
-        overrides.get("target_file_size") or int(last.get("target_file_size", 0)) or None,
-        overrides.get("small_file_limit"), overrides.get("max_groups"),
-        overrides.get("max_bytes"), int(last.get("small_file_limit", 0)) or None)
-    wanted = partition_filter(locked.info.partition_columns, partitions)
+def _schedule_compaction(locked, overrides, scope) -> int:
+    """Store a compaction plan (small files bin-packed, oversized files split) of the
+    partitions in scope as a requested replacecommit; returns its number of groups."""
+    options = _compact_options(overrides, _last_write(locked.proto))
     current = current_files(locked.fs, locked.proto.location, locked.proto.timeline,
                             check=locked.name)
-    by_part = {p: files for p, files in _files_by_partition(current).items() if wanted(p)}
+    every = _files_by_partition(current)
+    chosen = scope(set(every))
+    by_part = {p: files for p, files in every.items() if p in chosen}
+    in_scope = "" if len(chosen) == len(every) else \
+        f" (of {len(chosen)} of the {len(every)} partitions in scope)"
     groups = plan_compaction(by_part, options, excluded=pending_plan_files(locked.proto.timeline))
     if not groups:
-        locked.log(f"compaction plan: nothing to compact (no partition holds two files below "
-                   f"{format_size(options.small_file_limit, options.target_file_size)} or a "
-                   f"file above {SPLIT_RATIO} x target)")
+        locked.log(f"compaction plan: nothing to compact{in_scope} (no partition holds two "
+                   f"files below {format_size(options.small_file_limit, options.target_file_size)}"
+                   f" or a file above {SPLIT_RATIO} x target)")
         return 0
     extra = {"strategy": "none", "cluster_by": "", "target_file_size": options.target_file_size}
+    if options.partial_progress_groups:  # the plan keeps it, whoever executes it
+        extra["partial_progress_groups"] = options.partial_progress_groups
     _store_plan(locked, "compact", groups, current, extra)
     files = sum(len(g.files) for g in groups)
     locked.log(f"compaction plan: {len(groups)} groups in "
-               f"{len({g.partition for g in groups})} partitions, {files} files "
+               f"{len({g.partition for g in groups})} partitions{in_scope}, {files} files "
                f"({format_size(sum(g.bytes for g in groups), options.target_file_size)}) -> "
                f"{sum(g.output_files for g in groups)} files")
     return len(groups)
@@ -229,10 +274,9 @@ def _store_plan(locked, operation, groups, current, extra) -> None:
     locked.proto.timeline.write(instant.with_state("requested", removed=tuple(removed)))
 
 
-def _still_as_planned(plan, current, log):
-    """{group id: [FileEntry]} of the plan's groups whose files are all still as planned;
-    a group a writer rewrote since is dropped (planned again next time)."""
-    groups = _planned_groups(plan)
+def _still_as_planned(plan, groups, current, log):
+    """{group id: [FileEntry]} of `groups` (of the plan) whose files are all still as
+    planned; a group a writer rewrote since is dropped (planned again next time)."""
     dropped = {g for g, files in groups.items()
                if any(current.get(f.path) is None or current[f.path].bytes != f.bytes
                       for f in files)}
@@ -244,47 +288,123 @@ def _still_as_planned(plan, current, log):
 
 
 def _planned_groups(plan):
-    """{group id: [FileEntry]} as the plan lists them."""
+    """{group id: [FileEntry]} as the plan lists them, in its order."""
     groups = {}
     for f in plan.removed:
         groups.setdefault(f.file_group, []).append(f)
     return groups
 
 
-def _execute(locked, plan, result: ClusterResult) -> None:
+@dataclass
+class _Batch:
+    """Groups of a plan rewritten together and committed as one replacecommit: the whole
+    plan as its own instant, or (partial progress) a batch as an instant of its own."""
+    groups: Dict[str, list]       # group id -> the plan's FileEntry of its files
+    number: int = 0               # 1-based; 0: the whole plan
+    of: int = 0
+    last: bool = True             # the plan's instant is closed after it (partial progress)
+
+
+def _execute(locked, plan, result: ClusterResult, batch: Optional[int] = None) -> None:
     """Rewrite the plan's groups into its staging directory without the writer lock, then,
-    under it, commit the groups whose files are all still as planned as its replacecommit."""
-    spark, fs = locked.spark, locked.fs
+    under it, commit the groups whose files are all still as planned as its replacecommit.
+    With partial progress (batch: groups per commit, the run's or the plan's own), the
+    groups go a batch at a time, each committed as a replacecommit of its own as soon as it
+    is written, so an interrupted run keeps the batches it finished and the next run
+    executes the rest of the plan; the plan's instant is closed after the last batch."""
     staging = locked.proto.staging_dir(plan.instant) + "/data"
-    fs.delete(staging)  # what an execution that crashed had written
+    locked.fs.delete(staging)  # what an execution that crashed had written
     planned = _planned_groups(plan)
-    staged = _write_groups(locked, plan, planned, staging)
-    fault_point("clustering_staged")
-    with locked_table(spark, locked.table, "clustering", log=locked.log) as (info, fs, proto):
-        plan = next((p for p in scheduled_plans(proto.timeline) if p.instant == plan.instant),
-                    None)
-        if plan is None:  # rolled back meanwhile (sized_rollback of the table)
-            fs.delete(staging)
-            return
-        current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
-                                                    check=locked.name)}
-        valid = _still_as_planned(plan, current, locked.log)
-        kept = {g for job, _out in staged for g in job if g in valid}
-        catalog = SparkCatalog(spark, fs, locked.table, proto.location, locked.log)
-        with Transaction(proto, catalog, plan.operation, info.partition_columns,
-                         planned=plan) as txn:
-            added = [e for job, out in staged for e in staged_entries(spark, fs, out)
-                     if _group_of(job, e) in kept]
-            removed = [current[f.path] for g in sorted(kept) for f in valid[g]]
-            txn.add(added)
-            txn.remove(removed)
+    batch = batch or int(plan.extra.get("partial_progress_groups", 0)) or None
+    if batch is None:
+        _run_batch(locked, plan, _Batch(planned), staging, result)
+        result.executed_plans += 1
+        return
+    done = _committed_groups(locked.proto.timeline, plan)
+    todo = [g for g in planned if g not in done]
+    if done:
+        locked.log(f"{result.service} plan {plan.instant}: {len(done)} of its {len(planned)} "
+                   f"groups were committed by an earlier run; executing the other {len(todo)}")
+    cuts = [todo[i:i + batch] for i in range(0, len(todo), batch)] or [[]]
+    for k, ids in enumerate(cuts):
+        part = _Batch({g: planned[g] for g in ids}, k + 1, len(cuts), k == len(cuts) - 1)
+        _run_batch(locked, plan, part, f"{staging}/batch-{k}", result)
     result.executed_plans += 1
+
+
+def _run_batch(locked, plan, part: _Batch, staging: str, result: ClusterResult) -> None:
+    """Write a batch's groups into staging, commit them, count them in result."""
+    start = time.monotonic()
+    order = list(_planned_groups(plan))
+    first = order.index(next(iter(part.groups))) if part.groups else 0
+    staged = _write_groups(locked, plan, part.groups, staging, first)
+    fault_point("clustering_staged")
+    kept, added, removed = _commit_batch(locked, plan, part, staged)
+    if kept or not part.number:
+        result.commits += 1
     result.groups += len(kept)
-    result.groups_dropped += len(planned) - len(kept)
+    result.groups_dropped += len(part.groups) - len(kept)
     result.files_replaced += len(removed)
     result.files_written += len(added)
     result.bytes += sum(a.bytes for a in added)
     result.target_file_size = int(plan.extra.get("target_file_size", 0))
+    if part.number:
+        locked.log(f"{result.service} batch {part.number}/{part.of}: {len(kept)} groups, "
+                   f"files {len(removed)} -> {len(added)}, "
+                   f"{format_size(sum(a.bytes for a in added), result.target_file_size)} "
+                   f"written in {format_duration(time.monotonic() - start)}")
+
+
+def _commit_batch(locked, plan, part: _Batch, staged):
+    """Under the writer lock, commit the batch's groups whose files are all still as
+    planned: as the plan's own instant (the whole plan), or as a replacecommit of its own
+    that names the plan and its groups (a batch), closing the plan after its last batch.
+    Returns (the groups kept, the files added, the files removed)."""
+    spark, instant = locked.spark, plan.instant
+    with locked_table(spark, locked.table, "clustering", log=locked.log) as (info, fs, proto):
+        plan = next((p for p in scheduled_plans(proto.timeline) if p.instant == instant), None)
+        if plan is None:  # rolled back meanwhile (sized_rollback of the table)
+            fs.delete(proto.staging_dir(instant))
+            return set(), [], []
+        current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
+                                                    check=locked.name)}
+        valid = _still_as_planned(plan, part.groups, current, locked.log)
+        kept = {g for job, _out in staged for g in job if g in valid}
+        added = [e for job, out in staged for e in staged_entries(spark, fs, out)
+                 if _group_of(job, e) in kept]
+        removed = [current[f.path] for g in sorted(kept) for f in valid[g]]
+        if kept or not part.number:
+            catalog = SparkCatalog(spark, fs, locked.table, proto.location, locked.log)
+            with Transaction(proto, catalog, plan.operation, info.partition_columns,
+                             action=plan.action, extra=_batch_extra(plan, kept),
+                             planned=None if part.number else plan) as txn:
+                txn.add(added)
+                txn.remove(removed)
+        if part.number and part.last:
+            _close_plan(proto, plan)
+    return kept, added, removed
+
+
+def _batch_extra(plan, kept) -> dict:
+    """A batch's record: the plan's strategy and target, the plan and the groups it did."""
+    extra = {k: plan.extra[k] for k in ("strategy", "cluster_by", "target_file_size")
+             if k in plan.extra}
+    return {**extra, "plan": plan.instant, "plan_groups": ",".join(sorted(kept))}
+
+
+def _committed_groups(timeline, plan) -> set:
+    """The plan's groups that completed batches (partial progress) committed."""
+    return {g for i in timeline.completed(("replacecommit",))
+            if i.extra.get("plan") == plan.instant
+            for g in i.extra.get("plan_groups", "").split(",") if g}
+
+
+def _close_plan(proto, plan) -> None:
+    """A plan whose batches are all committed (or dropped) is done: its staging goes, then
+    its requested instant. A crash in between leaves a plan with nothing left to do, which
+    the next run closes."""
+    proto.fs.delete(proto.staging_dir(plan.instant))
+    proto.timeline.delete_unfinished(plan)
 
 
 def _group_of(job: Sequence[str], entry: FileEntry) -> str:
@@ -295,11 +415,11 @@ def _group_of(job: Sequence[str], entry: FileEntry) -> str:
     return job[int(re.match(r"part-(\d+)", entry.path.rsplit("/", 1)[-1]).group(1))]
 
 
-def _write_groups(locked, plan, groups, staging):
+def _write_groups(locked, plan, groups, staging, done=0):
     """Each group's rows, ordered, written as its planned number of files, one directory per
     Spark job under staging; returns [(the group each task of the job wrote, its
     directory)]. A job whose files a writer moved meanwhile (the read fails) is left out:
-    its groups are dropped."""
+    its groups are dropped. done: the plan's groups before these (for the log)."""
     if not groups:  # a plan a crash cut short before its files were recorded
         return []
     strategy = plan.extra["strategy"]
@@ -313,7 +433,7 @@ def _write_groups(locked, plan, groups, staging):
         # so a file never straddles two groups and each group gives exactly its files.
         single = sorted(g for g in groups if outputs[g] == 1)
         jobs = ([single] if single else []) + [[g] for g in groups if outputs[g] > 1]
-    done, staged = 0, []
+    staged = []
     for k, job in enumerate(jobs):
         ids = list(dict.fromkeys(job))
         first, done = done + 1, done + len(ids)

@@ -148,10 +148,18 @@ def _write_existing(job: WriteJob, existing: TableInfo, full_refresh: bool) -> W
             raise ConfigError(
                 f"partition_by: the table is partitioned by {list(existing.partition_columns)}, "
                 f"the model by {list(job.pcols)}; run with --full-refresh to change it")
-        adopt_if_foreign(job.spark, job.table, existing, job.proto)
+        adopt_if_foreign(job.spark, job.table, existing, job.proto,
+                         _key_column(job.cfg, existing))
         df, existing = apply_schema_change(job, existing)
         job = replace(job, df=df)
     return _commit_write(replace(job, operation=operation).shaped(existing.column_names))
+
+
+def _key_column(cfg: SizedConfig, existing: TableInfo) -> Optional[str]:
+    """The table's spelling of the first unique_key column, the one whose range per file the
+    timeline keeps; None without a key or when the table lacks it (a column to be added)."""
+    names = {c.lower(): c for c in existing.column_names}
+    return names.get(cfg.unique_key[0].lower()) if cfg.unique_key else None
 
 
 def _define_write(job: WriteJob, existing: Optional[TableInfo]) -> WriteResult:

@@ -120,7 +120,8 @@ class SizedSparkAdapter(SparkAdapter):
     def sized_compact(self, relation, partitions=None, schedule_only=False,
                       options: Optional[Dict[str, Any]] = None) -> str:
         """Bin-pack small files and split oversized ones, rows in file order; returns what
-        it did (groups, files before -> after, bytes, time)."""
+        it did (groups, files before -> after, bytes, time). options: api.compact's (scope
+        by `where`, bounds, partial progress)."""
         spark = self.connections.spark_session("sized_compact")
         result = _engine_call("sized_compact", api.compact, spark, self._table_ref(relation),
                               options, partitions, bool(schedule_only), log=logger.info)
