@@ -83,3 +83,22 @@ def test_a_file_both_oversized_and_below_the_limit_is_split_once():
     opts = compact_options(target_file_size=64 * KB, small_file_limit=300 * KB)
     plan = plan_compaction({"day=1": _files("day=1", 200, 20)}, opts)
     assert sorted((len(g.files), g.output_files) for g in plan) == [(1, 4)]
+
+
+def test_partial_progress_commits_every_few_groups():
+    assert compact_options(64 * KB).partial_progress_groups is None   # one commit per plan
+    assert compact_options(64 * KB, partial_progress=True).partial_progress_groups == 10
+    assert compact_options(64 * KB, partial_progress="true",
+                           partial_progress_groups="3").partial_progress_groups == 3
+    assert compact_options(64 * KB, partial_progress=False).partial_progress_groups is None
+
+
+@pytest.mark.parametrize("given,message", [
+    ({"partial_progress": "yes"}, "partial_progress: expected true or false, got 'yes'"),
+    ({"partial_progress": True, "partial_progress_groups": 0},
+     "partial_progress_groups: must be > 0, got 0"),
+    ({"partial_progress_groups": 5},
+     "partial_progress_groups: 5 given, but partial_progress is not true")])
+def test_bad_partial_progress_names_the_key_and_the_value(given, message):
+    with pytest.raises(ConfigError, match=message):
+        compact_options(64 * KB, **given)
