@@ -131,7 +131,8 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
     assert crashed.returncode != 0
     # The rest runs in one dbt process (dbtRunner), as an orchestrator would run it.
     report = project / "orders.html"
-    recovered, check, rerun, timeline, clustered, check2, layout, out, compacted = _dbt_steps(
+    (recovered, check, rerun, timeline, clustered, check2, layout, out, compacted,
+     bad_where) = _dbt_steps(
         project, home, target,
         ["run-operation", "sized_recover", "--args", "{relation: sized_it.orders}"],
         ["test", "--select", "orders_hold_each_key_once"],
@@ -144,7 +145,10 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
         ["run-operation", "sized_report", "--args",
          f"{{relation: sized_it.orders, path: 'file://{report}'}}"],
         ["run-operation", "sized_compact", "--args",
-         "{relation: sized_it.orders, partitions: [2025-03-01]}"])
+         "{relation: sized_it.orders, partitions: [2025-03-01, 2025-03-04], "
+         "where: \"day <= '2025-03-02'\", partial_progress: true}"],
+        ["run-operation", "sized_compact", "--args",
+         "{relation: sized_it.orders, where: 'value > 3'}"])
     # its stale lock and half-published instant are recovered: the table is as after batch 1
     assert recovered.returncode == 0, recovered.stdout[-4000:]
     assert "recovering stale writer lock" in recovered.stdout
@@ -168,8 +172,13 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
     assert "day=2025-03-01" in html and "hilbert" in html and "http" not in html
     # clustering left the day sized: a compaction of it finds nothing to do
     assert compacted.returncode == 0, compacted.stdout[-4000:]
-    assert "compaction plan: nothing to compact" in compacted.stdout
+    assert "compaction plan: nothing to compact (of 1 of the 5 partitions in scope)" in \
+        compacted.stdout
     assert "sized_it.orders: compaction: 0 plan(s)" in compacted.stdout
+    # a condition on a data column: refused naming the key and the value
+    assert bad_where.returncode != 0
+    assert ("where: 'value > 3' names `value`, which is not a partition column of "
+            "sized_it.orders") in bad_where.stdout, bad_where.stdout[-3000:]
     if target == "cluster":
         return  # restore and clean are driver-side file work, the same on both targets
     # back to batch 1 (before the upsert, the clustering), then clean past one commit
