@@ -91,8 +91,8 @@ def adopt_if_foreign(spark: SparkSession, table: TableRef, info: TableInfo,
     rows = format_count(sum(n for n, _kmin, _kmax in stats.values()))
     ranged = sum(1 for _n, kmin, _kmax in stats.values() if kmin)
     keys = f", the {key_col} range of {ranged}" if key_col else ""
-    proto.log(f"adopting {table.schema}.{table.identifier}: {len(files)} files not written by "
-              f"this adapter recorded as its first commit ({rows} rows{keys})")
+    proto.log(f"adopting {table.schema}.{table.identifier}: {format_count(len(files))} files not "
+              f"written by this adapter recorded as its first commit ({rows} rows{keys})")
     catalog = SparkCatalog(spark, proto.fs, table, proto.location, proto.log)
     with Transaction(proto, catalog, "adopt", info.partition_columns) as txn:
         txn.add([file_entry(f.partition, f.path, stats[f.path][0], f.bytes,
