@@ -23,14 +23,16 @@ executes the groups left.
 """
 import re
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Collection, Dict, Mapping, Optional, Sequence, Set, Union
+from dataclasses import dataclass, field
+from typing import (Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Set,
+                    Tuple, Union)
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from python_adapter.core.clustering import plan_groups
-from python_adapter.core.compaction import SPLIT_RATIO, partition_filter, plan_compaction
+from python_adapter.core.compaction import (SPLIT_RATIO, pack_outputs, partition_filter,
+                                            plan_compaction)
 from python_adapter.core.config import (ClusterOptions, CompactOptions, cluster_options,
                                         compact_options)
 from python_adapter.core.routing import routing_keys
@@ -52,6 +54,9 @@ from python_adapter.table.timeline import FileEntry, pending_plan_files, schedul
 from python_adapter.table.transaction import Transaction
 
 RANK_BITS = 10   # ranks in [0, 1024) per column: Z / Hilbert values fit a bigint up to 6 columns
+# Compaction's tasks per core: enough to even out files of unequal size, few enough that a
+# task's fixed cost (its shuffle read, sort and writer) is paid a few times, not per file.
+TASKS_PER_CORE = 2
 
 
 @dataclass
@@ -369,9 +374,10 @@ def _commit_batch(locked, plan, part: _Batch, staged):
         current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
                                                     check=locked.name)}
         valid = _still_as_planned(plan, part.groups, current, locked.log)
-        kept = {g for job, _out in staged for g in job if g in valid}
-        added = [e for job, out in staged for e in staged_entries(spark, fs, out)
-                 if _group_of(job, e) in kept]
+        kept = {g for tasks, _out in staged for task in tasks for g in task.values()
+                if g in valid}
+        added = [e for tasks, out in staged for e in staged_entries(spark, fs, out)
+                 if _group_of(tasks, e) in kept]
         removed = [current[f.path] for g in sorted(kept) for f in valid[g]]
         if kept or not part.number:
             catalog = SparkCatalog(spark, fs, locked.table, proto.location, locked.log)
@@ -380,6 +386,9 @@ def _commit_batch(locked, plan, part: _Batch, staged):
                              planned=None if part.number else plan) as txn:
                 txn.add(added)
                 txn.remove(removed)
+                # files were there, so were their partitions: the catalog is asked about
+                # none of them (hundreds, when a compaction covers a year of days)
+                txn.registered = {f.partition for f in current.values()}
         if part.number and part.last:
             _close_plan(proto, plan)
     return kept, added, removed
@@ -407,65 +416,90 @@ def _close_plan(proto, plan) -> None:
     proto.timeline.delete_unfinished(plan)
 
 
-def _group_of(job: Sequence[str], entry: FileEntry) -> str:
+@dataclass
+class _Job:
+    """One Spark job of a plan's execution: its groups, their output files, and the group
+    each task writes in each partition it holds (staged files map back to their group by
+    it: Spark names a task's files part-<task id>)."""
+    groups: Dict[str, list]           # group id -> the plan's FileEntry of its files
+    outputs: Dict[str, int]           # group id -> output files
+    tasks: List[Dict[str, str]]       # per task: {partition: group id}
+    first: Dict[str, int] = field(default_factory=dict)  # compaction: task of a group's 1st file
+
+
+def _group_of(tasks: Sequence[Mapping[str, str]], entry: FileEntry) -> str:
     """The group a staged file belongs to: a job's only group, or the group its task wrote
-    (`job` lists the group of each task, and Spark names a task's file part-<task id>)."""
-    if len(job) == 1:
-        return job[0]
-    return job[int(re.match(r"part-(\d+)", entry.path.rsplit("/", 1)[-1]).group(1))]
+    in its partition."""
+    only = {g for task in tasks for g in task.values()}
+    if len(only) == 1:
+        return next(iter(only))
+    task = tasks[int(re.match(r"part-(\d+)", entry.path.rsplit("/", 1)[-1]).group(1))]
+    return task[entry.partition] if len(task) > 1 else next(iter(task.values()))
+
+
+def _jobs(spark, plan, groups) -> List[_Job]:
+    """How the groups are written. Compaction: one job for every group, its output files
+    packed into tasks (core/compaction.pack_outputs). Clustering: groups that become one
+    file in one job, group i (of the sorted ids) written whole by task i; larger groups one
+    job each, range-partitioned within the group only, so a file never straddles two groups
+    and each group gives exactly its files."""
+    outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in groups}
+    part = {g: files[0].partition for g, files in groups.items()}
+    if plan.extra["strategy"] == "none":
+        count, first = pack_outputs([(g, part[g], outputs[g]) for g in groups],
+                                    TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
+        tasks = [{} for _ in range(count)]
+        for g in groups:
+            for k in range(outputs[g]):
+                tasks[(first[g] + k) % count][part[g]] = g
+        return [_Job(groups, outputs, tasks, first)]
+    single = sorted(g for g in groups if outputs[g] == 1)
+    jobs = [_Job({g: groups[g] for g in single}, outputs, [{part[g]: g} for g in single])] \
+        if single else []
+    return jobs + [_Job({g: groups[g]}, outputs, [{part[g]: g}] * outputs[g])
+                   for g in groups if outputs[g] > 1]
 
 
 def _write_groups(locked, plan, groups, staging, done=0):
     """Each group's rows, ordered, written as its planned number of files, one directory per
-    Spark job under staging; returns [(the group each task of the job wrote, its
-    directory)]. A job whose files a writer moved meanwhile (the read fails) is left out:
-    its groups are dropped. done: the plan's groups before these (for the log)."""
+    Spark job under staging; returns [(the job's tasks, its directory)]. A job whose files a
+    writer moved meanwhile (the read fails) is left out: its groups are dropped. done: the
+    plan's groups before these (for the log)."""
     if not groups:  # a plan a crash cut short before its files were recorded
         return []
-    strategy = plan.extra["strategy"]
-    outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in groups}
-    if strategy == "none":
-        # Compaction: one job for every group, one task per output file.
-        jobs = [[g for g in sorted(groups) for _ in range(outputs[g])]]
-    else:
-        # Groups that become one file: one job, group i (of the sorted ids) written whole
-        # by task i. Larger groups: one job each, range-partitioned within the group only,
-        # so a file never straddles two groups and each group gives exactly its files.
-        single = sorted(g for g in groups if outputs[g] == 1)
-        jobs = ([single] if single else []) + [[g] for g in groups if outputs[g] > 1]
     staged = []
-    for k, job in enumerate(jobs):
-        ids = list(dict.fromkeys(job))
-        first, done = done + 1, done + len(ids)
-        which = f"group {first}" if len(ids) == 1 else f"groups {first}-{done}"
+    for k, job in enumerate(_jobs(locked.spark, plan, groups)):
+        first, done = done + 1, done + len(job.groups)
+        which = f"group {first}" if len(job.groups) == 1 else f"groups {first}-{done}"
         out = f"{staging}/job-{k}"
         try:
-            _write_job(locked, plan, {g: groups[g] for g in ids}, outputs, (which, out))
+            _write_job(locked, plan, job, (which, out))
         except Exception:
-            if _all_in_place(locked, [f for g in ids for f in groups[g]]):
+            if _all_in_place(locked, [f for files in job.groups.values() for f in files]):
                 raise
             locked.log(f"{which}: a writer replaced some of its files meanwhile; dropped")
             locked.fs.delete(out)
             continue
-        staged.append((job, out))
+        staged.append((job.tasks, out))
     return staged
 
 
-def _write_job(locked, plan, groups, outputs, where) -> None:
-    """One Spark job writing `groups` (their planned files each) into the directory out."""
+def _write_job(locked, plan, job: _Job, where) -> None:
+    """One Spark job writing its groups (their planned files each) into the directory out."""
     which, out = where
-    spark, pcols = locked.spark, locked.info.partition_columns
+    spark, pcols, groups = locked.spark, locked.info.partition_columns, job.groups
     cluster_by, strategy = plan.extra["cluster_by"].split(","), plan.extra["strategy"]
     rel_paths = [f.path for g in groups for f in groups[g]]
     how = "in file order" if strategy == "none" else f"{strategy} on {', '.join(cluster_by)}"
-    total = sum(outputs[g] for g in groups)
+    total = sum(job.outputs[g] for g in groups)
     locked.log(f"{'compacting' if strategy == 'none' else 'clustering'} {which} of "
                f"{_group_count(plan)}: {len(rel_paths)} files -> {total}, {how}")
     df = read_files(spark, locked.proto.location, spark.table(locked.name).schema, rel_paths)
     if strategy == "none":
-        rows = in_file_order(spark, df, groups, outputs, pcols, locked.proto.location)
+        rows = in_file_order(spark, df, groups, job.outputs, pcols, locked.proto.location,
+                             (len(job.tasks), job.first))
     elif len(groups) == 1:
-        rows = order_rows(df, cluster_by, strategy, outputs[next(iter(groups))])
+        rows = order_rows(df, cluster_by, strategy, job.outputs[next(iter(groups))])
     else:
         rows = one_file_per_group(spark, df, {g: [f.path for f in files]
                                               for g, files in groups.items()},
@@ -498,38 +532,40 @@ def one_file_per_group(spark: SparkSession, df: DataFrame,
 
 
 def in_file_order(spark: SparkSession, df: DataFrame, groups: Mapping[str, Sequence[FileEntry]],
-                  outputs: Mapping[str, int], pcols: Sequence[str], location: str) -> DataFrame:
-    """Compaction's rows, unsorted, in one task per output file: the groups (sorted by id)
-    take consecutive tasks, outputs[g] each, and a group's rows, counted through its files
-    in their order and each file's rows in their order in it (_metadata.row_index), are cut
-    into outputs[g] equal runs. Within a task, rows keep that order. Rows per file come from
-    the timeline; a file whose count is unknown is counted first."""
+                  outputs: Mapping[str, int], pcols: Sequence[str], location: str,
+                  packing: Tuple[int, Mapping[str, int]]) -> DataFrame:
+    """Compaction's rows, unsorted, each output file's rows in one task: a group's rows,
+    counted through its files in their order and each file's rows in their order in it
+    (_metadata.row_index), are cut into outputs[g] equal runs, run k going to task
+    (first[g] + k) mod tasks (packing = (tasks, first), core/compaction.pack_outputs: no
+    task holds two runs of one partition). Within a task, rows are ordered by partition,
+    then file, then row: each partition's run in file order, and in the order Spark's
+    writer needs, so it adds no sort of its own. Rows per file come from the timeline; a
+    file whose count is unknown is counted first."""
+    tasks, first = packing
     files = [f for g in sorted(groups) for f in groups[g]]
     rows_of = {f.path: f.rows for f in files}
     unknown = [p for p, n in rows_of.items() if n < 0]
-    if unknown:  # files recorded without a count (adoption records them)
+    if unknown:  # files recorded without a count
         rows_of.update(rows_per_file(spark, location, unknown))
-    slices, task = [], 0
+    cuts = {}
     for g in sorted(groups):
         offset, total = 0, max(1, sum(rows_of[f.path] for f in groups[g]))
         for f in groups[g]:
-            slices.append((len(slices), offset, outputs[g], total, task))
+            cuts[f.path] = (len(cuts), offset, outputs[g], total, first[g])
             offset += rows_of[f.path]
-        task += outputs[g]
     keyed = with_file_values(spark, df.withColumn("__sized_row", F.col("_metadata.row_index")),
-                             pcols, {f.path: i for i, f in enumerate(files)}, "__sized_file")
-    cuts = local_table(spark, [("__sized_file", "bigint"), ("__sized_offset", "bigint"),
-                               ("__sized_n", "bigint"), ("__sized_total", "bigint"),
-                               ("__sized_first", "bigint")], slices)
+                             pcols, cuts, ("__sized_file", "__sized_offset", "__sized_n",
+                                           "__sized_total", "__sized_first"))
     keys = local_table(spark, [("__sized_task", "bigint"), ("__sized_route", "bigint")],
-                       list(enumerate(routing_keys(task))))
+                       list(enumerate(routing_keys(tasks))))
     position = F.col("__sized_offset") + F.col("__sized_row")
-    slice_of = F.col("__sized_first") + F.floor(position * F.col("__sized_n") / F.col("__sized_total"))
-    routed = (keyed.join(F.broadcast(cuts), "__sized_file")
-              .withColumn("__sized_task", slice_of.cast("bigint"))
+    run = F.floor(position * F.col("__sized_n") / F.col("__sized_total"))
+    routed = (keyed.withColumn("__sized_task", F.pmod(F.col("__sized_first") + run, F.lit(tasks))
+                               .cast("bigint"))
               .join(F.broadcast(keys), "__sized_task"))
-    return (routed.repartition(task, "__sized_route")
-            .sortWithinPartitions("__sized_file", "__sized_row").select(*df.columns))
+    return (routed.repartition(tasks, "__sized_route")
+            .sortWithinPartitions(*pcols, "__sized_file", "__sized_row").select(*df.columns))
 
 
 def _sort_within(df, cluster_by, strategy, data_cols):

@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from python_adapter.core.compaction import partition_filter, plan_compaction
+from python_adapter.core.compaction import pack_outputs, partition_filter, plan_compaction
 from python_adapter.core.config import compact_options
 from python_adapter.errors import ConfigError
 
@@ -102,3 +102,22 @@ def test_partial_progress_commits_every_few_groups():
 def test_bad_partial_progress_names_the_key_and_the_value(given, message):
     with pytest.raises(ConfigError, match=message):
         compact_options(64 * KB, **given)
+
+
+@pytest.mark.parametrize("parallelism", [1, 4, 50])
+def test_output_files_are_packed_into_tasks_never_two_of_a_partition_in_one(parallelism):
+    groups = [(f"g{i}", f"day={i % 7}", 1 + i % 3) for i in range(40)]  # 7 days
+    total = sum(n for _g, _p, n in groups)
+    tasks, first = pack_outputs(groups, parallelism)
+    per_day = {}
+    for gid, part, n in groups:
+        per_day[part] = per_day.get(part, 0) + n
+    assert tasks == max(max(per_day.values()), min(total, parallelism))
+    held = {}
+    for gid, part, n in groups:
+        for k in range(n):
+            task = (first[gid] + k) % tasks
+            assert (task, part) not in held, (gid, k, held.get((task, part)))
+            held[(task, part)] = gid
+    assert len(held) == total and {t for t, _ in held} == set(range(tasks))
+    assert pack_outputs([], parallelism) == (1, {})
