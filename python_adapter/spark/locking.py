@@ -13,7 +13,7 @@ from python_adapter.core.sizes import format_count
 from python_adapter.errors import WriteError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import (SparkCatalog, TableInfo, TableRef, describe_table,
-                                          require_parquet)
+                                          registered_partitions, require_parquet)
 from python_adapter.spark.staging import table_file_stats
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.files import current_files, file_entry
@@ -97,6 +97,9 @@ def adopt_if_foreign(spark: SparkSession, table: TableRef, info: TableInfo,
     with Transaction(proto, catalog, "adopt", info.partition_columns) as txn:
         txn.add([file_entry(f.partition, f.path, stats[f.path][0], f.bytes,
                             key_range=stats[f.path][1:]) for f in files])
+        # the partitions its writer registered need nothing; others are registered now
+        if info.partition_columns:
+            txn.registered = registered_partitions(spark, table)
 
 
 def unlock_table(spark: SparkSession, table: TableRef, force: bool = False) -> str:

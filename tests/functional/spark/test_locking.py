@@ -158,3 +158,20 @@ def test_a_crash_while_adopting_loses_nothing(spark, schema, point, monkeypatch)
     assert [i.operation for i in timeline.completed()] == ["adopt", "compact"]
     assert duckdb_rows(local_dir(location), ["id"]) == sorted(((r[0],) for r in before), key=repr)
     assert all(len(f) == 1 for f in files_by_partition(spark, schema, "crash_adopt").values())
+
+
+def test_adoption_registers_partitions_its_writer_left_out_of_the_metastore(spark, schema):
+    """A Spark job wrote a day's files into the table's directory without registering the
+    partition: adoption records its files and registers it, so Spark reads its rows too."""
+    table = _foreign_table(spark, schema, "unregistered", "USING parquet", loads=1)
+    location = _timeline(spark, table)[1]
+    _rows(spark, 5000, 40, "late").where("day = date'2025-03-01'").drop("day") \
+        .coalesce(1).write.parquet(f"{location}/day=2025-03-09")
+    assert spark.table(f"{schema}.unregistered").count() == 300   # not registered yet
+    logs = []
+    run_compaction(spark, table, {"target_file_size": "64KB"}, log=logs.append)
+    assert any("adopting" in m and "4 files" in m for m in logs), logs
+    parts = {r[0] for r in spark.sql(f"SHOW PARTITIONS {schema}.unregistered").collect()}
+    assert "day=2025-03-09" in parts and len(parts) == 4
+    assert spark.table(f"{schema}.unregistered").where("day = date'2025-03-09'").count() == \
+        len([i for i in range(5000, 5040) if i % 3 == 0])
