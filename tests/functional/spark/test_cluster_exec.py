@@ -16,7 +16,7 @@ from python_adapter.core.config import parse_config
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.timeline import Timeline
 from python_adapter.spark.describe import read_layout
-from python_adapter.spark.rollback import recover_table
+from python_adapter.spark.rollback import recover_table, rollback_last_commit
 from python_adapter.spark.writer import write_dataframe
 from python_adapter.table import faults, lock
 from tests.functional.helpers import files_by_partition
@@ -462,6 +462,11 @@ def test_partial_progress_commits_batch_by_batch_and_readers_see_every_row(spark
     directory = local_dir(location)
     for read in (duckdb_rows, polars_rows, pyarrow_rows):
         assert read(directory, ["id", "tag"]) == _id_tags(before), read.__name__
+    # sized_rollback undoes the last batch: its two days have their two files again
+    assert rollback_last_commit(spark, table, **QUIET) == batches[1].instant
+    files = files_by_partition(spark, schema, "batched")
+    assert sorted(len(f) for f in files.values()) == [1, 1, 1, 1, 2, 2]
+    assert all_rows(spark, schema, "batched") == before
 
 
 def _rel_files(directory):
