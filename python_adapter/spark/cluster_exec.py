@@ -37,7 +37,7 @@ from python_adapter.core.config import (ClusterOptions, CompactOptions, cluster_
                                         compact_options)
 from python_adapter.core.routing import routing_keys
 from python_adapter.core.sizes import format_duration, format_size
-from python_adapter.errors import ConfigError
+from python_adapter.errors import ConfigError, WriteError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import SparkCatalog, TableInfo, TableRef
 from python_adapter.spark.curve_keys import with_curve_key
@@ -383,8 +383,9 @@ def _commit_batch(locked, plan, part: _Batch, staged):
         valid = _still_as_planned(plan, part.groups, current, locked.log)
         kept = {g for tasks, _out in staged for task in tasks for g in task.values()
                 if g in valid}
-        added = [e for tasks, out in staged for e in staged_entries(spark, fs, out)
-                 if _group_of(tasks, e) in kept]
+        written = _written_by_group(spark, fs, staged)
+        _check_rows(plan, kept, written, valid)
+        added = [e for g in sorted(kept) for e in written.get(g, [])]
         removed = [current[f.path] for g in sorted(kept) for f in valid[g]]
         if kept or not part.number:
             catalog = SparkCatalog(spark, fs, locked.table, proto.location, locked.log)
@@ -399,6 +400,27 @@ def _commit_batch(locked, plan, part: _Batch, staged):
         if part.number and part.last:
             _close_plan(proto, plan)
     return kept, added, removed
+
+
+def _written_by_group(spark, fs, staged) -> Dict[Optional[str], List[FileEntry]]:
+    """The staged files of each group (None: of no group the job planned)."""
+    out = {}
+    for tasks, directory in staged:
+        for e in staged_entries(spark, fs, directory):
+            out.setdefault(_group_of(tasks, e), []).append(e)
+    return out
+
+
+def _check_rows(plan, kept, written, valid) -> None:
+    """A group is committed only with exactly the rows of the files it replaces: a file
+    mapped to no group, or to another, stops the commit before anything is published."""
+    for g in sorted(kept):
+        planned, staged = [f.rows for f in valid[g]], [e.rows for e in written.get(g, [])]
+        known = min(planned + staged, default=0) >= 0   # -1: a count no footer gave
+        if known and sum(staged) != sum(planned):
+            raise WriteError(f"{plan.operation} plan {plan.instant}, group {g}: "
+                             f"{sum(staged)} rows written for the {sum(planned)} of its "
+                             f"files; nothing was committed (a bug: please report it)")
 
 
 def _batch_extra(plan, kept) -> dict:
@@ -434,14 +456,14 @@ class _Job:
     first: Dict[str, int] = field(default_factory=dict)  # compaction: task of a group's 1st file
 
 
-def _group_of(tasks: Sequence[Mapping[str, str]], entry: FileEntry) -> str:
+def _group_of(tasks: Sequence[Mapping[str, str]], entry: FileEntry) -> Optional[str]:
     """The group a staged file belongs to: a job's only group, or the group its task wrote
-    in its partition."""
+    in its partition (None: a partition the task was given none in)."""
     only = {g for task in tasks for g in task.values()}
     if len(only) == 1:
         return next(iter(only))
     task = tasks[int(re.match(r"part-(\d+)", entry.path.rsplit("/", 1)[-1]).group(1))]
-    return task[entry.partition] if len(task) > 1 else next(iter(task.values()))
+    return task.get(entry.partition) if len(task) > 1 else next(iter(task.values()))
 
 
 def _jobs(spark, plan, groups) -> List[_Job]:
