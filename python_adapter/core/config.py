@@ -3,6 +3,7 @@
 Pure: takes the raw config dict dbt hands over, returns a frozen `SizedConfig`, or raises
 `ConfigError` naming the key and the bad value.
 """
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
@@ -54,6 +55,9 @@ class SizedConfig:
     lock_timeout: float = 0.0                  # seconds a writer waits for a held lock
     retain_commits: int = DEFAULT_RETAIN_COMMITS   # set-aside files kept for this many commits
     retain_hours: float = DEFAULT_RETAIN_HOURS     # and at least this long
+    merge_update_columns: Tuple[str, ...] = ()     # upsert: a matched row takes only these
+    merge_exclude_columns: Tuple[str, ...] = ()    # upsert: a matched row keeps these
+    incremental_predicates: Tuple[str, ...] = ()   # upsert: only table rows they hold match
     extra: dict = field(default_factory=dict, compare=False)
 
 
@@ -123,6 +127,39 @@ def _hours(key, value, default):
     return hours
 
 
+# dbt's merge aliases the table DBT_INTERNAL_DEST; a predicate on the table's rows may say so.
+_DEST_ALIAS = re.compile(r"\bDBT_INTERNAL_DEST\s*\.\s*", re.IGNORECASE)
+
+
+def _predicates(raw):
+    """incremental_predicates (or dbt-spark's `predicates`): SQL conditions on the table's
+    rows, `DBT_INTERNAL_DEST.` prefixes dropped; the incoming rows (DBT_INTERNAL_SOURCE)
+    cannot be named, there is no join condition to put them in."""
+    key = "incremental_predicates" if raw.get("incremental_predicates") else "predicates"
+    value = raw.get(key)
+    if value is None or value == [] or value == "":
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(p, str) and p.strip()
+                                                       for p in items):
+        raise ConfigError(f"{key}: expected a list of SQL conditions, got {value!r}")
+    for p in items:
+        if re.search(r"\bDBT_INTERNAL_SOURCE\b", p, re.IGNORECASE):
+            raise ConfigError(f"{key}: {p!r} names DBT_INTERNAL_SOURCE; a predicate here is "
+                              f"a condition on the table's rows (DBT_INTERNAL_DEST) only")
+    return tuple(_DEST_ALIAS.sub("", p).strip() for p in items)
+
+
+def kept_on_update(config: "SizedConfig", columns: Sequence[str]) -> Tuple[str, ...]:
+    """The columns a row matched by an upsert keeps from the table (merge_update_columns:
+    all but those and the key; merge_exclude_columns: those), in `columns`' spelling."""
+    if config.merge_update_columns:
+        taken = {c.lower() for c in (*config.merge_update_columns, *config.unique_key)}
+        return tuple(c for c in columns if c.lower() not in taken)
+    excluded = {c.lower() for c in config.merge_exclude_columns}
+    return tuple(c for c in columns if c.lower() in excluded)
+
+
 def retention_values(retain_commits: Any = None, retain_hours: Any = None) -> Tuple[int, float]:
     """(retain_commits, retain_hours) validated: at least one commit is kept (the last
     commit's set-aside files are what sized_rollback restores)."""
@@ -177,6 +214,11 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
 
     retain_commits, retain_hours = retention_values(raw.get("retain_commits"),
                                                     raw.get("retain_hours"))
+    update_columns = _column_list("merge_update_columns", raw.get("merge_update_columns"))
+    exclude_columns = _column_list("merge_exclude_columns", raw.get("merge_exclude_columns"))
+    if update_columns and exclude_columns:
+        raise ConfigError(f"merge_update_columns: {list(update_columns)} given together with "
+                          f"merge_exclude_columns {list(exclude_columns)}; give one of them")
     return SizedConfig(
         partition_by=_column_list("partition_by", raw.get("partition_by")),
         unique_key=unique_key,
@@ -205,6 +247,9 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
         lock_timeout=_duration("lock_timeout", raw.get("lock_timeout"), 0.0),
         retain_commits=retain_commits,
         retain_hours=retain_hours,
+        merge_update_columns=update_columns,
+        merge_exclude_columns=exclude_columns,
+        incremental_predicates=_predicates(raw),
     )
 
 
@@ -217,6 +262,8 @@ def check_columns(config: SizedConfig, columns: Sequence[str]) -> None:
         ("cluster_by", config.cluster_by),
         ("delete_column", (config.delete_column,) if config.delete_column else ()),
         ("precombine_column", (config.precombine_column,) if config.precombine_column else ()),
+        ("merge_update_columns", config.merge_update_columns),
+        ("merge_exclude_columns", config.merge_exclude_columns),
     ]
     for key, cols in named:
         missing = [c for c in cols if c.lower() not in present]

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.core.config import SizedConfig
+from python_adapter.core.config import SizedConfig, kept_on_update
 from python_adapter.core.keys import may_hold_keys
 from python_adapter.core.partitions import partition_path
 from python_adapter.core.sizes import format_size
@@ -72,6 +72,14 @@ def validate_keys(df: DataFrame, keys: Sequence[str], precombine_column: Optiona
         df = (df.withColumn("__sized_rn", F.row_number().over(w))
                 .where("__sized_rn = 1").drop("__sized_rn"))
     return df, key_range, partitions
+
+
+def match_condition(cfg: SizedConfig) -> Optional[str]:
+    """incremental_predicates as one SQL condition on the table's rows: only rows that hold
+    it are matched by an incoming key (dbt's merge); None without predicates."""
+    if not cfg.incremental_predicates:
+        return None
+    return " AND ".join(f"({p})" for p in cfg.incremental_predicates)
 
 
 def upsert_keys(cfg: SizedConfig, columns: Sequence[str]) -> Tuple[str, ...]:
@@ -154,6 +162,10 @@ class Tagger:
         self.spark, self.location, self.pcols = job.spark, job.proto.location, job.pcols
         self.keys, self.batch_bytes, self.progress = keys, batch_bytes, job.progress
         self.schema = job.spark.table(job.table_name).schema
+        # dbt's merge options: what a matched row keeps of the table's row, and which of the
+        # table's rows can be matched at all
+        self.kept = kept_on_update(job.cfg, [*job.data_cols, *job.pcols]) if keys else ()
+        self.match = match_condition(job.cfg)
 
     def tag(self, batch: DataFrame, candidates: Sequence[str]) -> DataFrame:
         """The batch with, per row, the file holding its key among `candidates` (rel paths):
@@ -167,9 +179,14 @@ class Tagger:
                 tagged = tagged.withColumn(f"__sized_op{i}", F.col(c))
             return tagged
         key_names = [f"__sized_k{i}" for i in range(len(keys))]
-        existing = read_files(self.spark, self.location, self.schema, candidates).select(
+        kept_names = [f"__sized_old{i}" for i in range(len(self.kept))]
+        existing = read_files(self.spark, self.location, self.schema, candidates)
+        if self.match is not None:
+            existing = existing.where(self.match)
+        existing = existing.select(
             *[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)],
             *[F.col(c).alias(f"__sized_op{i}") for i, c in enumerate(pcols)],
+            *[F.col(c).alias(n) for c, n in zip(self.kept, kept_names)],
             F.col("_metadata.file_path").alias("__sized_file"))
         # Keep only the table's rows whose key comes in before the outer join: the batch's
         # keys are small next to the table, so this streams the table past them once.
@@ -181,6 +198,12 @@ class Tagger:
             c = batch[k] == existing[key_names[i]]
             cond = c if cond is None else cond & c
         tagged = batch.join(existing, cond, "left").drop(*key_names)
+        # A matched row keeps the table's values of the kept columns (partition columns
+        # included: then it stays where it was).
+        for c, old in zip(self.kept, kept_names):
+            tagged = tagged.withColumn(c, F.when(F.col("__sized_file").isNotNull(),
+                                                 F.col(old).cast(batch.schema[c].dataType))
+                                       .otherwise(F.col(c))).drop(old)
         same = F.lit(True)
         for i, c in enumerate(pcols):
             same = same & F.col(c).eqNullSafe(F.col(f"__sized_op{i}"))
@@ -362,7 +385,7 @@ def _slot_write(job, plan: UpsertPlan, tagged, tagger, spark_path_of, current,
     to_rewrites, to_new = _insert_rows(spark, plan, tagged, keys or columns, columns, pcols)
     entry = {f.path: f for f in current}
     return SlotWrite(old=old, keys=keys_df, bound=_union(bound + [to_rewrites]), fresh=to_new,
-                     columns=columns, pcols=pcols, weights=plan.weights,
+                     columns=columns, pcols=pcols, weights=plan.weights, match=tagger.match,
                      rewrite_slots={s.slot for s in rewrites}, batch_bytes=cached_size(tagged),
                      rows_unknown=any(entry[s.file].rows <= 0 for s in rewrites),
                      largest_file=max((entry[s.file].bytes for s in rewrites), default=0),

@@ -324,3 +324,65 @@ def test_on_schema_change_fail_and_ignore(spark, schema, events):
     write_dataframe(spark, batch, table, cfg(on_schema_change="ignore"), **QUIET)
     assert "color" not in spark.table(f"{schema}.oscf").columns
     assert spark.table(f"{schema}.oscf").count() == base.count() + batch.count()
+
+
+def _people(spark, rows):
+    return spark.createDataFrame(rows, "id bigint, name string, score int, day date")
+
+
+@pytest.mark.parametrize("how", ["ride_along", "shuffled"])
+def test_merge_columns_keep_the_tables_values_of_the_other_columns(spark, schema, how):
+    """dbt's merge_exclude_columns / merge_update_columns: a matched row takes the batch's
+    values only where allowed, keeps the table's elsewhere (a kept partition column keeps
+    the row in its partition); a new row takes every value."""
+    import datetime
+    d1, d2 = datetime.date(2025, 1, 1), datetime.date(2025, 1, 2)
+    first = [(1, "ann", 10, d1), (2, "bob", 20, d1), (3, "cy", 30, d2)]
+    batch = [(1, "ANN", 11, d2), (2, "BOB", 21, d1), (4, "dee", 40, d2)]
+    limit = {"spark.sql.autoBroadcastJoinThreshold": "-1"} if how == "shuffled" else {}
+    for options, want in [
+        ({"merge_exclude_columns": ["name"]},
+         [(1, "ann", 11, d2), (2, "bob", 21, d1), (3, "cy", 30, d2), (4, "dee", 40, d2)]),
+        ({"merge_update_columns": ["score"]},
+         [(1, "ann", 11, d1), (2, "bob", 21, d1), (3, "cy", 30, d2), (4, "dee", 40, d2)]),
+    ]:
+        table = TableRef(schema, f"merge_{how}_{next(iter(options))}")
+        write_dataframe(spark, _people(spark, first), table, cfg(), **QUIET)
+        for k, v in limit.items():
+            spark.conf.set(k, v)
+        try:
+            write_dataframe(spark, _people(spark, batch), table, cfg(**options), **QUIET)
+        finally:
+            for k in limit:
+                spark.conf.unset(k)
+        got = sorted(tuple(r) for r in spark.table(f"{schema}.{table.identifier}")
+                     .select("id", "name", "score", "day").collect())
+        assert got == want, options
+
+
+def test_incremental_predicates_match_only_the_rows_they_hold(spark, schema):
+    """As dbt's merge: an incoming key whose row in the table fails the predicates is not
+    matched, so its old row stays and the incoming row is inserted beside it."""
+    import datetime
+    d1 = datetime.date(2025, 1, 1)
+    table = TableRef(schema, "preds")
+    write_dataframe(spark, _people(spark, [(1, "ann", 10, d1), (2, "bob", 20, d1)]), table,
+                    cfg(), **QUIET)
+    batch = _people(spark, [(1, "ANN", 11, d1), (2, "BOB", 21, d1), (3, "cy", 30, d1)])
+    write_dataframe(spark, batch, table,
+                    cfg(incremental_predicates=["DBT_INTERNAL_DEST.id != 2"]), **QUIET)
+    got = sorted(tuple(r) for r in spark.table(f"{schema}.preds").select("id", "name").collect())
+    assert got == [(1, "ANN"), (2, "BOB"), (2, "bob"), (3, "cy")]
+
+
+def test_bad_merge_options_fail_before_anything_is_written(spark, schema):
+    import datetime
+    table = TableRef(schema, "badmerge")
+    write_dataframe(spark, _people(spark, [(1, "ann", 10, datetime.date(2025, 1, 1))]), table,
+                    cfg(), **QUIET)
+    with pytest.raises(ConfigError, match="merge_exclude_columns: column.s. nope not found"):
+        write_dataframe(spark, _people(spark, [(1, "x", 1, datetime.date(2025, 1, 1))]), table,
+                        cfg(merge_exclude_columns=["nope"]), **QUIET)
+    with pytest.raises(ConfigError, match="given together with merge_exclude_columns"):
+        cfg(merge_update_columns=["name"], merge_exclude_columns=["score"])
+    assert rows_of(spark, schema, "badmerge", "id, name") == [(1, "ann")]
