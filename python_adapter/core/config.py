@@ -11,7 +11,10 @@ from python_adapter.core.retention import DEFAULT_RETAIN_COMMITS, DEFAULT_RETAIN
 from python_adapter.core.sizes import parse_duration, parse_size
 from python_adapter.errors import ConfigError
 
-STRATEGIES = ("upsert", "insert", "insert_overwrite")
+STRATEGIES = ("upsert", "insert", "insert_overwrite", "microbatch")
+# dbt's names for the same strategies (dbt's `incremental` and dbt-spark's): append adds
+# rows; merge and delete+insert replace the rows of the incoming keys.
+STRATEGY_ALIASES = {"append": "insert", "merge": "upsert", "delete+insert": "upsert"}
 DISTRIBUTIONS = ("range", "exact", "hash", "none")
 # exact writes the ideal file count (at most one small file per partition); range may write up
 # to one file more per partition (docs/design.md, Algorithms 2)
@@ -58,6 +61,8 @@ class SizedConfig:
     merge_update_columns: Tuple[str, ...] = ()     # upsert: a matched row takes only these
     merge_exclude_columns: Tuple[str, ...] = ()    # upsert: a matched row keeps these
     incremental_predicates: Tuple[str, ...] = ()   # upsert: only table rows they hold match
+    event_time: Optional[str] = None               # microbatch: the column batches cut by
+    batch_window: Optional[Tuple[str, str]] = None  # microbatch: this batch's [start, end)
     extra: dict = field(default_factory=dict, compare=False)
 
 
@@ -150,6 +155,18 @@ def _predicates(raw):
     return tuple(_DEST_ALIAS.sub("", p).strip() for p in items)
 
 
+def _batch_window(raw):
+    """(start, end) of a microbatch batch as dbt renders them ('2025-01-02 00:00:00+00:00'),
+    None outside a batch."""
+    start, end = raw.get("event_time_start"), raw.get("event_time_end")
+    if start is None and end is None:
+        return None
+    if not (isinstance(start, str) and isinstance(end, str) and start < end):
+        raise ConfigError(f"event_time_start / event_time_end: expected a window of two "
+                          f"timestamps, got {start!r} / {end!r}")
+    return start, end
+
+
 def kept_on_update(config: "SizedConfig", columns: Sequence[str]) -> Tuple[str, ...]:
     """The columns a row matched by an upsert keeps from the table (merge_update_columns:
     all but those and the key; merge_exclude_columns: those), in `columns`' spelling."""
@@ -181,10 +198,17 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
     raw = {k: v for k, v in dict(raw or {}).items()}
     unique_key = _column_list("unique_key", raw.get("unique_key"))
     default_strategy = "upsert" if unique_key else "insert"
-    strategy = _choice("incremental_strategy", raw.get("incremental_strategy"), STRATEGIES,
-                       default_strategy)
+    named = raw.get("incremental_strategy")
+    strategy = _choice("incremental_strategy", STRATEGY_ALIASES.get(
+        named.lower() if isinstance(named, str) else named, named),
+        (*STRATEGIES, *STRATEGY_ALIASES), default_strategy)
     if strategy == "upsert" and not unique_key:
-        raise ConfigError("unique_key: incremental_strategy 'upsert' needs a unique_key, got none")
+        raise ConfigError(f"unique_key: incremental_strategy {named or 'upsert'!r} needs a "
+                          f"unique_key, got none")
+    event_time = _optional_name("event_time", raw.get("event_time"))
+    if strategy == "microbatch" and not event_time:
+        raise ConfigError("event_time: incremental_strategy 'microbatch' needs an event_time "
+                          "column (and dbt's begin and batch_size), got none")
 
     target = _size("target_file_size", raw.get("target_file_size"), parse_size(DEFAULT_TARGET))
     if target <= 0:
@@ -250,6 +274,8 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
         merge_update_columns=update_columns,
         merge_exclude_columns=exclude_columns,
         incremental_predicates=_predicates(raw),
+        event_time=event_time,
+        batch_window=_batch_window(raw),
     )
 
 
@@ -264,6 +290,7 @@ def check_columns(config: SizedConfig, columns: Sequence[str]) -> None:
         ("precombine_column", (config.precombine_column,) if config.precombine_column else ()),
         ("merge_update_columns", config.merge_update_columns),
         ("merge_exclude_columns", config.merge_exclude_columns),
+        ("event_time", (config.event_time,) if config.event_time else ()),
     ]
     for key, cols in named:
         missing = [c for c in cols if c.lower() not in present]

@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 
 from python_adapter.core.config import SizedConfig, kept_on_update
 from python_adapter.core.keys import may_hold_keys
-from python_adapter.core.partitions import partition_path
+from python_adapter.core.partitions import parse_partition_path, partition_path
 from python_adapter.core.sizes import format_size
 from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_upsert
 from python_adapter.errors import ConfigError
@@ -342,6 +342,9 @@ def _write_upsert(job, key_check, bpr, staging, current):
         if keys and rest and cfg.index_scope == "global":
             tagged, stats = tagger.tag_the_unfound(tagged, stats, rest)
         groups, spark_path_of = tagger.groups(stats)
+        window = window_condition(cfg)
+        if window is not None:
+            groups += _window_groups(job, tagger, current, window)
         sizing = Sizing(bpr, cfg.target_file_size, cfg.small_file_limit, cfg.insert_split_size)
         plan = plan_upsert(groups, {f.path: f.bytes for f in current}, job.pcols, sizing,
                            excluded=pending_plan_files(job.proto.timeline))
@@ -351,11 +354,43 @@ def _write_upsert(job, key_check, bpr, staging, current):
                  f"{summary['inserts_into_new']} into new files, {summary['updates']} rows "
                  f"updated or deleted")
         if plan.slots:
-            write_slots(job.spark, _slot_write(job, plan, tagged, tagger, spark_path_of, current,
-                                               staging), progress)
+            slots = _slot_write(job, plan, tagged, tagger, spark_path_of, current, staging)
+            write_slots(job.spark, replace(slots, drop=window), progress)
         return plan
     finally:
         tagged.unpersist()
+
+
+def window_condition(cfg: SizedConfig) -> Optional[str]:
+    """A microbatch batch's window as a SQL condition on the table's rows, written as dbt
+    filters the model's inputs by event_time (so a date and a timestamp column compare as
+    they do there); None outside a batch."""
+    if cfg.incremental_strategy != "microbatch" or cfg.batch_window is None:
+        return None
+    col = "`" + cfg.event_time.replace("`", "``") + "`"
+    start, end = (t.replace("'", "\\'") for t in cfg.batch_window)
+    return f"{col} >= '{start}' AND {col} < '{end}'"
+
+
+def _window_groups(job, tagger, current, window) -> List[TagGroup]:
+    """The files holding rows of the batch's window, as groups of deleted rows (one per
+    file, its rows in the window): the plan rewrites them without those rows. One job reads
+    the event_time column of the table's files, Parquet statistics skipping row groups
+    outside the window."""
+    if not current:
+        return []
+    rows = (read_files(job.spark, tagger.location, tagger.schema, [f.path for f in current])
+            .where(window).groupBy(F.col("_metadata.file_path").alias("f")).count().collect())
+    prefix = unquote(tagger.location)
+    by_path = {f.path: f for f in current}
+    groups = []
+    for r in rows:
+        rel = unquote(r["f"])[len(prefix):].lstrip("/")
+        values = tuple(text for _c, text in parse_partition_path(by_path[rel].partition))
+        groups.append(TagGroup(values, values, rel, True, True, r["count"]))
+    job.progress(f"window {job.cfg.batch_window[0]} .. {job.cfg.batch_window[1]}: "
+                 f"{sum(g.rows for g in groups)} rows in {len(groups)} files replaced")
+    return groups
 
 
 def _slot_write(job, plan: UpsertPlan, tagged, tagger, spark_path_of, current,

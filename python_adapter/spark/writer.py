@@ -230,7 +230,7 @@ def _commit_write(job: WriteJob, extra: Optional[dict] = None, define=None) -> W
 def _stage(job: WriteJob) -> Staged:
     """Plan and write the new files to the instant's staging area."""
     staging = job.staging + "/data"
-    if job.operation in ("upsert", "insert"):
+    if job.operation in ("upsert", "insert", "microbatch"):
         current = current_files(job.fs, job.proto.location, job.proto.timeline,
                                 check=job.table_name)
         return stage_upsert(job, staging, current)

@@ -386,3 +386,32 @@ def test_bad_merge_options_fail_before_anything_is_written(spark, schema):
     with pytest.raises(ConfigError, match="given together with merge_exclude_columns"):
         cfg(merge_update_columns=["name"], merge_exclude_columns=["score"])
     assert rows_of(spark, schema, "badmerge", "id, name") == [(1, "ann")]
+
+
+def _events_at(spark, rows):
+    return spark.createDataFrame(rows, "id bigint, ts timestamp, v string, day date")
+
+
+def test_a_microbatch_batch_replaces_exactly_the_rows_of_its_window(spark, schema):
+    """Each batch is a commit that removes the table's rows of its event-time window (also
+    those the new data no longer has) and inserts the batch's rows, packed into the
+    partitions' small files; rows outside the window are untouched."""
+    import datetime
+    ts = lambda d, h: datetime.datetime(2025, 1, d, h)  # noqa: E731
+    table = TableRef(schema, "mb")
+    base = {"partition_by": ["day"], "target_file_size": TARGET, "small_file_limit": 12_000,
+            "incremental_strategy": "microbatch", "event_time": "ts"}
+    day = lambda d: datetime.date(2025, 1, d)  # noqa: E731
+    first = [(1, ts(1, 1), "a", day(1)), (2, ts(1, 23), "b", day(1)), (3, ts(2, 1), "c", day(2)),
+             (4, ts(2, 5), "d", day(2)), (5, ts(3, 2), "e", day(3))]
+    write_dataframe(spark, _events_at(spark, first), table, parse_config(base), **QUIET)
+    # day 2 again: row 4 is gone from the source, row 3 changed, row 6 is new
+    again = [(3, ts(2, 1), "C", day(2)), (6, ts(2, 9), "f", day(2))]
+    window = {"event_time_start": "2025-01-02 00:00:00+00:00",
+              "event_time_end": "2025-01-03 00:00:00+00:00"}
+    result = write_dataframe(spark, _events_at(spark, again), table,
+                             parse_config({**base, **window}), **QUIET)
+    got = sorted(tuple(r) for r in spark.table(f"{schema}.mb").select("id", "v").collect())
+    assert got == [(1, "a"), (2, "b"), (3, "C"), (5, "e"), (6, "f")]
+    assert (result.changes.inserted, result.changes.deleted) == (2, 2)
+    assert [len(f) for f in files_by_partition(spark, schema, "mb").values()] == [1, 1, 1]
