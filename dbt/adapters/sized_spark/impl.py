@@ -79,6 +79,11 @@ class SizedSparkAdapter(SparkAdapter):
         return ""
 
     @available
+    def sized_session_method(self) -> bool:
+        """Whether the profile's method is session (the sized engine can write)."""
+        return bool(self.config.credentials.is_session)
+
+    @available
     def sized_write(self, relation, compiled_code: str, model_config: Dict[str, Any],
                     full_refresh: bool) -> Dict[str, Any]:
         """Run the model's SQL and write it as a sized table; returns a summary for the log."""
