@@ -4,7 +4,11 @@
      that defines the table again and a schema change keep them. dbt-spark writes column
      comments for Delta, Hudi and Iceberg only; views and other formats keep its
      behaviour. Spark cannot alter a partition column's comment
-     (CANNOT_ALTER_PARTITION_COLUMN): those are left out, and the log says so. --#}
+     (CANNOT_ALTER_PARTITION_COLUMN): those are left out, and the log says so. The Hive
+     metastore keeps a column comment in VARCHAR(256) (COLUMNS_V2.COMMENT): a longer one
+     would fail after the metastore's retries, or make Spark store the table's schema in a
+     form Hive and other engines cannot read, so it is cut to 256 characters, with a
+     warning. --#}
 {% macro sized_spark__persist_docs(relation, model, for_relation, for_columns) -%}
   {%- if relation.type != 'table' or config.get('file_format', 'parquet') != 'parquet' -%}
     {{ return(spark__persist_docs(relation, model, for_relation, for_columns)) }}
@@ -20,17 +24,27 @@
     {%- set partition_by = ([partition_by] if partition_by is string else partition_by)
                            | map('lower') | list -%}
     {%- set skipped = [] -%}
+    {%- set truncated = [] -%}
     {%- for name in documented if documented[name]['description'] -%}
+      {%- set text = documented[name]['description'] -%}
       {%- if name | lower in partition_by -%}
         {%- do skipped.append(name) -%}
       {%- else -%}
+        {%- if text | length > 256 -%}
+          {%- do truncated.append(name ~ ' (' ~ text | length ~ ')') -%}
+        {%- endif -%}
         {%- do run_query("alter table " ~ relation ~ " alter column " ~ adapter.quote(name)
-                         ~ " comment " ~ sized_sql_string(documented[name]['description'])) -%}
+                         ~ " comment " ~ sized_sql_string(text[:256])) -%}
       {%- endif -%}
     {%- endfor -%}
     {%- if skipped -%}
       {%- do log("persist_docs: " ~ relation ~ ": Spark cannot comment partition columns of an "
                  ~ "existing table; left out: " ~ skipped | join(', '), info=true) -%}
+    {%- endif -%}
+    {%- if truncated -%}
+      {%- do exceptions.warn("persist_docs: " ~ relation ~ ": the Hive metastore keeps at most "
+                             ~ "256 characters of a column comment; cut to 256: "
+                             ~ truncated | join(', ')) -%}
     {%- endif -%}
   {%- endif -%}
 {%- endmacro %}
