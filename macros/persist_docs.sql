@@ -10,7 +10,9 @@
      form Hive and other engines cannot read, so it is cut to 256 characters, with a
      warning. --#}
 {% macro sized_spark__persist_docs(relation, model, for_relation, for_columns) -%}
-  {%- if relation.type != 'table' or config.get('file_format', 'parquet') != 'parquet' -%}
+  {#-- dbt-spark's incremental passes `this`, whose type is not set --#}
+  {%- if relation.is_view or config.get('materialized') == 'view'
+         or config.get('file_format', 'parquet') != 'parquet' -%}
     {{ return(spark__persist_docs(relation, model, for_relation, for_columns)) }}
   {%- endif -%}
   {%- if for_relation and config.persist_relation_docs() and model.description -%}

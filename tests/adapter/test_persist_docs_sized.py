@@ -40,6 +40,11 @@ models:
     columns:
       - name: id
         description: "its id"
+  - name: spark_incremental
+    description: "dbt-spark's incremental on Parquet"
+    columns:
+      - name: name
+        description: "its name"
 """
 
 
@@ -61,6 +66,8 @@ class TestPersistDocsSizedIncremental(BasePersistDocsBase):
                 "materialized='table'", "materialized='sized_incremental'"),
             "view_model.sql": fixtures._MODELS__VIEW,
             "spark_table.sql": fixtures._MODELS__TABLE,
+            "spark_incremental.sql": fixtures._MODELS__TABLE.replace(
+                "materialized='table'", "materialized='incremental'"),
         }
 
     @pytest.fixture(scope="class")
@@ -76,9 +83,11 @@ class TestPersistDocsSizedIncremental(BasePersistDocsBase):
         assert columns["name"].startswith("Some stuff here and then a call to")
         # quotes, newlines and comment markers arrive as written
         self._assert_common_comments(table_comment, columns["id"], columns["name"])
-        # dbt-spark's table on Parquet gets its column comments too
+        # dbt-spark's table and incremental on Parquet get their column comments too
         assert described(project, "spark_table") == (
             "dbt-spark's table on Parquet", {"id": "its id", "name": None})
+        assert described(project, "spark_incremental") == (
+            "dbt-spark's incremental on Parquet", {"id": None, "name": "its name"})
         # views are dbt-spark's, as they were
         view_comment, view_columns = described(project, "view_model")
         assert view_comment.startswith("View model description")
