@@ -10,7 +10,10 @@
 
   {{ run_hooks(pre_hooks) }}
 
-  {%- set result = adapter.sized_write(target_relation, compiled_code, model.config, full_refresh) -%}
+  {#-- an enforced contract: checked here and by the engine, before anything is written --#}
+  {%- set contracted = sized_contract(compiled_code) -%}
+  {%- set result = adapter.sized_write(target_relation, contracted['sql'], contracted['config'],
+                                       full_refresh) -%}
 
   {%- call noop_statement('main', result['message'], 'OK', result['rows_changed']) -%}
     -- {{ result['message'] }}

@@ -63,6 +63,7 @@ class SizedConfig:
     incremental_predicates: Tuple[str, ...] = ()   # upsert: only table rows they hold match
     event_time: Optional[str] = None               # microbatch: the column batches cut by
     batch_window: Optional[Tuple[str, str]] = None  # microbatch: this batch's [start, end)
+    not_null_columns: Tuple[str, ...] = ()     # null in none of the new rows (contract)
     extra: dict = field(default_factory=dict, compare=False)
 
 
@@ -276,6 +277,7 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
         incremental_predicates=_predicates(raw),
         event_time=event_time,
         batch_window=_batch_window(raw),
+        not_null_columns=_column_list("not_null_columns", raw.get("not_null_columns")),
     )
 
 
@@ -291,6 +293,7 @@ def check_columns(config: SizedConfig, columns: Sequence[str]) -> None:
         ("merge_update_columns", config.merge_update_columns),
         ("merge_exclude_columns", config.merge_exclude_columns),
         ("event_time", (config.event_time,) if config.event_time else ()),
+        ("not_null_columns", config.not_null_columns),
     ]
     for key, cols in named:
         missing = [c for c in cols if c.lower() not in present]

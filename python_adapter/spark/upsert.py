@@ -22,6 +22,7 @@ from python_adapter.core.partitions import parse_partition_path, partition_path
 from python_adapter.core.sizes import format_size
 from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_upsert
 from python_adapter.errors import ConfigError
+from python_adapter.spark.constraints import check_null_counts, null_counts
 from python_adapter.spark.job import RowChanges, Staged, WriteJob, resolve_names
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
@@ -166,6 +167,7 @@ class Tagger:
         # table's rows can be matched at all
         self.kept = kept_on_update(job.cfg, [*job.data_cols, *job.pcols]) if keys else ()
         self.match = match_condition(job.cfg)
+        self.not_null = resolve_names(job.cfg.not_null_columns, job.df.columns)
 
     def tag(self, batch: DataFrame, candidates: Sequence[str]) -> DataFrame:
         """The batch with, per row, the file holding its key among `candidates` (rel paths):
@@ -211,10 +213,11 @@ class Tagger:
 
     def stats(self, tagged: DataFrame) -> List[Row]:
         """What goes where, in one aggregation: rows per (new partition, old partition, file,
-        stays, deleted), with the key range of each group (to look for unfound keys).
+        stays, deleted), with the key range of each group (to look for unfound keys) and
+        the nulls of the not_null columns (check_not_null_groups).
         Partition values come as the texts Spark's writer names their directories by."""
         keys, pcols = self.keys, self.pcols
-        aggs = [F.count(F.lit(1)).alias("count")]
+        aggs = [F.count(F.lit(1)).alias("count"), *null_counts(self.not_null)]
         orderable = keys and isinstance(tagged.schema[keys[0]].dataType, _ORDERABLE)
         aggs += [F.min(keys[0]).alias("__sized_kmin"), F.max(keys[0]).alias("__sized_kmax")] \
             if orderable else [F.lit(None).alias("__sized_kmin"), F.lit(None).alias("__sized_kmax")]
@@ -261,6 +264,11 @@ class Tagger:
             raise
         tagged.unpersist()
         return retagged, stats
+
+    def check_not_null_groups(self, stats: Iterable[Row]) -> None:
+        """Fail when a not_null column is null in rows the write keeps (deletes are not
+        written), before anything is written."""
+        check_null_counts(self.not_null, [r for r in stats if not r["__sized_del"]])
 
     def groups(self, stats: Iterable[Row]) -> Tuple[List[TagGroup], dict]:
         """The stats as TagGroups (files by rel path), and {rel path: the path Spark reports}."""
@@ -339,6 +347,7 @@ def _write_upsert(job, key_check, bpr, staging, current):
                  f"(the batch's partitions; index scope {cfg.index_scope})")
     tagged, stats = tagger.tag_persisted(batch, first)
     try:
+        tagger.check_not_null_groups(stats)
         if keys and rest and cfg.index_scope == "global":
             tagged, stats = tagger.tag_the_unfound(tagged, stats, rest)
         groups, spark_path_of = tagger.groups(stats)
