@@ -83,6 +83,19 @@ def match_condition(cfg: SizedConfig) -> Optional[str]:
     return " AND ".join(f"({p})" for p in cfg.incremental_predicates)
 
 
+def check_predicates(df: DataFrame, cfg: SizedConfig) -> None:
+    """Each of incremental_predicates must parse and name the model's columns (the table's
+    rows have them): checked on the model's schema before anything is written."""
+    key = "incremental_predicates"
+    for p in cfg.incremental_predicates:
+        try:
+            df.limit(0).where(F.expr(p)).schema
+        except Exception as exc:  # ParseException, AnalysisException through py4j
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(f"{key}: {p!r} is not a condition on the model's columns "
+                              f"({first}); nothing was written") from None
+
+
 def upsert_keys(cfg: SizedConfig, columns: Sequence[str]) -> Tuple[str, ...]:
     """The model's columns that make the unique key, in the config's order (the first is
     the one whose range the timeline keeps); () unless the strategy is upsert."""

@@ -29,7 +29,7 @@ from python_adapter.spark.locking import adopt_if_foreign, locked_locations, ope
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
 from python_adapter.spark.session_conf import session_conf
 from python_adapter.spark.staging import bytes_per_row, staged_entries
-from python_adapter.spark.upsert import stage_upsert, validate_keys
+from python_adapter.spark.upsert import check_predicates, stage_upsert, validate_keys
 from python_adapter.table.archive import RETAIN_COMMITS, RETAIN_HOURS
 from python_adapter.table.faults import fault_point
 from python_adapter.table.lock import LockOptions
@@ -45,6 +45,7 @@ def write_dataframe(spark: SparkSession, df: DataFrame, table: TableRef, cfg: Si
     """Write df into `table` as cfg says; then cluster or compact inline when
     `cluster_every_n_commits` or `compact_every_n_commits` is due."""
     check_columns(cfg, df.columns)
+    check_predicates(df, cfg)
     progress = Progress(log, f"{table.schema}.{table.identifier}")
     fs = HadoopFS(spark)
     job = WriteJob(spark, fs, None, df, table, cfg, resolve_names(cfg.partition_by, df.columns),
@@ -145,6 +146,10 @@ def _table_or_none(spark, table):
 def _write_existing(job: WriteJob, existing: TableInfo, full_refresh: bool) -> WriteResult:
     """An incremental run, or a full refresh that keeps the table's definition."""
     operation = "full_refresh" if full_refresh else job.cfg.incremental_strategy
+    if not full_refresh and operation == "microbatch" and job.cfg.batch_window is None:
+        raise ConfigError("incremental_strategy: 'microbatch' runs in dbt's batches, which dbt "
+                          "makes only for materialized='incremental'; this run has no batch "
+                          "window, so nothing was written")
     if not full_refresh:
         if [c.lower() for c in existing.partition_columns] != [c.lower() for c in job.pcols]:
             raise ConfigError(

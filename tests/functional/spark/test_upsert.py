@@ -385,6 +385,16 @@ def test_bad_merge_options_fail_before_anything_is_written(spark, schema):
                         cfg(merge_exclude_columns=["nope"]), **QUIET)
     with pytest.raises(ConfigError, match="given together with merge_exclude_columns"):
         cfg(merge_update_columns=["name"], merge_exclude_columns=["score"])
+    for bad in ["id >", "no_such_column > 1"]:
+        with pytest.raises(ConfigError, match=f"incremental_predicates: '{bad}' is not a "
+                                              f"condition on the model's columns"):
+            write_dataframe(spark, _people(spark, [(1, "x", 1, datetime.date(2025, 1, 1))]),
+                            table, cfg(incremental_predicates=[bad]), **QUIET)
+    with pytest.raises(ConfigError, match="'microbatch' runs in dbt's batches"):
+        write_dataframe(spark, _people(spark, [(1, "x", 1, datetime.date(2025, 1, 1))]), table,
+                        cfg(incremental_strategy="microbatch", event_time="day"), **QUIET)
+    with pytest.raises(ConfigError, match="'merge' needs a unique_key"):
+        parse_config({"incremental_strategy": "merge"})
     assert rows_of(spark, schema, "badmerge", "id, name") == [(1, "ann")]
 
 
