@@ -141,8 +141,10 @@ def compact(spark: SparkSession, table: TableRef, options: Optional[Dict[str, An
             log: Callable[[str], None] = print) -> ClusterResult:
     """Bin-pack each partition's small files into files of the target size and split
     oversized ones, rows in file order (no sort), then execute every pending plan.
-    options: target_file_size, small_file_limit, max_groups, max_bytes (None: the
-    default); partitions: values (or {column: value} mappings) to limit it to."""
+    options: target_file_size, small_file_limit, max_groups, max_bytes, where (a SQL
+    condition on the partition columns), partial_progress (commit every
+    partial_progress_groups groups, default 10) (None: the default); partitions: values (or
+    {column: value} mappings) to limit it to (with where, both must hold)."""
     given = {k: v for k, v in (options or {}).items() if v is not None}
     with own_session(spark, table.schema, table.identifier) as session:
         return run_compaction(session, table, given, partitions, schedule_only=schedule_only,

@@ -39,3 +39,8 @@ class LockLostError(LockError):
 
 class TimelineError(SizedError):
     """The timeline cannot be read; it is never silently rewritten."""
+
+
+class ConstraintError(WriteError):
+    """The new rows break a constraint of the model's contract (a not_null column holds
+    nulls); it is checked before anything is written."""

@@ -1,8 +1,9 @@
 -- Synthetic events: one day per event_date, daily volume growing ~10% month over month
 -- (skewed partitions), with a wide-ish payload so files have realistic sizes. The rows
 -- arrive over 8 Spark partitions in no order of date, as the output of an upstream stage
--- does: what makes plain Spark write a file per task per date.
-{{ config(materialized='view') }}
+-- does: what makes plain Spark write a file per task per date. event_time: microbatch
+-- models reading it (events_microbatch) get each batch's days only.
+{{ config(materialized='view', event_time='event_date') }}
 with days as (
   select explode(sequence(0, {{ var('event_days') }} - 1)) as day_index
 ),

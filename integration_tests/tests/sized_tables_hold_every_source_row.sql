@@ -7,6 +7,7 @@ checks as (
   union all select 'events_plain', count(*), sum(amount) from {{ ref('events_plain') }}
   union all select 'events_static', count(*), sum(amount) from {{ ref('events_static') }}
   union all select 'events_by_customer', count(*), sum(amount) from {{ ref('events_by_customer') }}
+  union all select 'events_incremental', count(*), sum(amount) from {{ ref('events_incremental') }}
 )
 select c.model, c.n, src.n as expected
 from checks c cross join src

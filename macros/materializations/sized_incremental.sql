@@ -1,26 +1,6 @@
 {#-- sized_incremental: the model's SQL is planned and written by the adapter in files of
-     target_file_size (python_adapter.spark.writer); this macro only wires dbt's lifecycle. --#}
+     target_file_size; the steps are sized_materialize's, shared with dbt's own
+     incremental and table on this adapter. --#}
 {% materialization sized_incremental, adapter='sized_spark', supported_languages=['sql'] %}
-  {#-- first: over thrift / http / odbc the model fails here, before any hook or SQL runs --#}
-  {%- do adapter.sized_require_session('sized_incremental model ' ~ this.schema ~ '.' ~ this.identifier) -%}
-  {%- set target_relation = this.incorporate(type='table') -%}
-  {%- set existing_relation = load_cached_relation(this) -%}
-  {%- set full_refresh = should_full_refresh() or existing_relation is none -%}
-  {%- set grant_config = config.get('grants') -%}
-
-  {{ run_hooks(pre_hooks) }}
-
-  {%- set result = adapter.sized_write(target_relation, compiled_code, model.config, full_refresh) -%}
-
-  {%- call noop_statement('main', result['message'], 'OK', result['rows_changed']) -%}
-    -- {{ result['message'] }}
-  {%- endcall -%}
-
-  {% set should_revoke = should_revoke(existing_relation, full_refresh_mode=full_refresh) %}
-  {% do apply_grants(target_relation, grant_config, should_revoke) %}
-  {% do persist_docs(target_relation, model) %}
-
-  {{ run_hooks(post_hooks) }}
-
-  {{ return({'relations': [target_relation]}) }}
+  {{ return(sized_materialize()) }}
 {% endmaterialization %}

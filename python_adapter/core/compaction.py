@@ -9,7 +9,7 @@ would rewrite bytes for nothing. Groups share clustering's record (ClusterGroup)
 instant, so executing and committing them is clustering's code.
 """
 import math
-from typing import Any, Callable, Collection, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from python_adapter.core.clustering import ClusterGroup
 from python_adapter.core.config import CompactOptions
@@ -60,6 +60,30 @@ def _partition_groups(part, files, options):
 def _packed(part, files, target):
     total = sum(size for _, size in files)
     return ClusterGroup("", part, tuple(files), max(1, math.ceil(total / target)))
+
+
+def pack_outputs(groups: Sequence[Tuple[str, str, int]], parallelism: int
+                 ) -> Tuple[int, Dict[str, int]]:
+    """Compaction's output files spread over the tasks of its one Spark job. groups: (group
+    id, partition, output files). Spark's writer gives a task one file per partition it
+    holds, so a task may write the files of many groups of other partitions, but no two of
+    one partition: with the output files ordered by partition, file i goes to task
+    i mod tasks, and there are at least as many tasks as the most files of a partition.
+    Otherwise there are `parallelism` tasks (fewer when there are fewer files): a task per
+    file made compaction of many small partitions pay a task's fixed cost hundreds of
+    times. Returns (tasks, {group id: the task of its first file}); file k of group g goes
+    to task (first[g] + k) mod tasks."""
+    ordered = sorted(groups, key=lambda g: (g[1], g[0]))
+    per_partition: Dict[str, int] = {}
+    for _gid, part, files in ordered:
+        per_partition[part] = per_partition.get(part, 0) + files
+    total = sum(per_partition.values())
+    tasks = max(1, max(per_partition.values(), default=1), min(total, parallelism))
+    first, i = {}, 0
+    for gid, _part, files in ordered:
+        first[gid] = i % tasks
+        i += files
+    return tasks, first
 
 
 def partition_filter(partition_columns: Sequence[str],

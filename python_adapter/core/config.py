@@ -3,6 +3,7 @@
 Pure: takes the raw config dict dbt hands over, returns a frozen `SizedConfig`, or raises
 `ConfigError` naming the key and the bad value.
 """
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
@@ -10,7 +11,10 @@ from python_adapter.core.retention import DEFAULT_RETAIN_COMMITS, DEFAULT_RETAIN
 from python_adapter.core.sizes import parse_duration, parse_size
 from python_adapter.errors import ConfigError
 
-STRATEGIES = ("upsert", "insert", "insert_overwrite")
+STRATEGIES = ("upsert", "insert", "insert_overwrite", "microbatch")
+# dbt's names for the same strategies (dbt's `incremental` and dbt-spark's): append adds
+# rows; merge and delete+insert replace the rows of the incoming keys.
+STRATEGY_ALIASES = {"append": "insert", "merge": "upsert", "delete+insert": "upsert"}
 DISTRIBUTIONS = ("range", "exact", "hash", "none")
 # exact writes the ideal file count (at most one small file per partition); range may write up
 # to one file more per partition (docs/design.md, Algorithms 2)
@@ -54,6 +58,12 @@ class SizedConfig:
     lock_timeout: float = 0.0                  # seconds a writer waits for a held lock
     retain_commits: int = DEFAULT_RETAIN_COMMITS   # set-aside files kept for this many commits
     retain_hours: float = DEFAULT_RETAIN_HOURS     # and at least this long
+    merge_update_columns: Tuple[str, ...] = ()     # upsert: a matched row takes only these
+    merge_exclude_columns: Tuple[str, ...] = ()    # upsert: a matched row keeps these
+    incremental_predicates: Tuple[str, ...] = ()   # upsert: only table rows they hold match
+    event_time: Optional[str] = None               # microbatch: the column batches cut by
+    batch_window: Optional[Tuple[str, str]] = None  # microbatch: this batch's [start, end)
+    not_null_columns: Tuple[str, ...] = ()     # null in none of the new rows (contract)
     extra: dict = field(default_factory=dict, compare=False)
 
 
@@ -123,6 +133,51 @@ def _hours(key, value, default):
     return hours
 
 
+# dbt's merge aliases the table DBT_INTERNAL_DEST; a predicate on the table's rows may say so.
+_DEST_ALIAS = re.compile(r"\bDBT_INTERNAL_DEST\s*\.\s*", re.IGNORECASE)
+
+
+def _predicates(raw):
+    """incremental_predicates (or dbt-spark's `predicates`): SQL conditions on the table's
+    rows, `DBT_INTERNAL_DEST.` prefixes dropped; the incoming rows (DBT_INTERNAL_SOURCE)
+    cannot be named, there is no join condition to put them in."""
+    key = "incremental_predicates" if raw.get("incremental_predicates") else "predicates"
+    value = raw.get(key)
+    if value is None or value == [] or value == "":
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(p, str) and p.strip()
+                                                       for p in items):
+        raise ConfigError(f"{key}: expected a list of SQL conditions, got {value!r}")
+    for p in items:
+        if re.search(r"\bDBT_INTERNAL_SOURCE\b", p, re.IGNORECASE):
+            raise ConfigError(f"{key}: {p!r} names DBT_INTERNAL_SOURCE; a predicate here is "
+                              f"a condition on the table's rows (DBT_INTERNAL_DEST) only")
+    return tuple(_DEST_ALIAS.sub("", p).strip() for p in items)
+
+
+def _batch_window(raw):
+    """(start, end) of a microbatch batch as dbt renders them ('2025-01-02 00:00:00+00:00'),
+    None outside a batch."""
+    start, end = raw.get("event_time_start"), raw.get("event_time_end")
+    if start is None and end is None:
+        return None
+    if not (isinstance(start, str) and isinstance(end, str) and start < end):
+        raise ConfigError(f"event_time_start / event_time_end: expected a window of two "
+                          f"timestamps, got {start!r} / {end!r}")
+    return start, end
+
+
+def kept_on_update(config: "SizedConfig", columns: Sequence[str]) -> Tuple[str, ...]:
+    """The columns a row matched by an upsert keeps from the table (merge_update_columns:
+    all but those and the key; merge_exclude_columns: those), in `columns`' spelling."""
+    if config.merge_update_columns:
+        taken = {c.lower() for c in (*config.merge_update_columns, *config.unique_key)}
+        return tuple(c for c in columns if c.lower() not in taken)
+    excluded = {c.lower() for c in config.merge_exclude_columns}
+    return tuple(c for c in columns if c.lower() in excluded)
+
+
 def retention_values(retain_commits: Any = None, retain_hours: Any = None) -> Tuple[int, float]:
     """(retain_commits, retain_hours) validated: at least one commit is kept (the last
     commit's set-aside files are what sized_rollback restores)."""
@@ -144,10 +199,17 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
     raw = {k: v for k, v in dict(raw or {}).items()}
     unique_key = _column_list("unique_key", raw.get("unique_key"))
     default_strategy = "upsert" if unique_key else "insert"
-    strategy = _choice("incremental_strategy", raw.get("incremental_strategy"), STRATEGIES,
-                       default_strategy)
+    named = raw.get("incremental_strategy")
+    strategy = _choice("incremental_strategy", STRATEGY_ALIASES.get(
+        named.lower() if isinstance(named, str) else named, named),
+        (*STRATEGIES, *STRATEGY_ALIASES), default_strategy)
     if strategy == "upsert" and not unique_key:
-        raise ConfigError("unique_key: incremental_strategy 'upsert' needs a unique_key, got none")
+        raise ConfigError(f"unique_key: incremental_strategy {named or 'upsert'!r} needs a "
+                          f"unique_key, got none")
+    event_time = _optional_name("event_time", raw.get("event_time"))
+    if strategy == "microbatch" and not event_time:
+        raise ConfigError("event_time: incremental_strategy 'microbatch' needs an event_time "
+                          "column (and dbt's begin and batch_size), got none")
 
     target = _size("target_file_size", raw.get("target_file_size"), parse_size(DEFAULT_TARGET))
     if target <= 0:
@@ -177,6 +239,11 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
 
     retain_commits, retain_hours = retention_values(raw.get("retain_commits"),
                                                     raw.get("retain_hours"))
+    update_columns = _column_list("merge_update_columns", raw.get("merge_update_columns"))
+    exclude_columns = _column_list("merge_exclude_columns", raw.get("merge_exclude_columns"))
+    if update_columns and exclude_columns:
+        raise ConfigError(f"merge_update_columns: {list(update_columns)} given together with "
+                          f"merge_exclude_columns {list(exclude_columns)}; give one of them")
     return SizedConfig(
         partition_by=_column_list("partition_by", raw.get("partition_by")),
         unique_key=unique_key,
@@ -205,6 +272,12 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
         lock_timeout=_duration("lock_timeout", raw.get("lock_timeout"), 0.0),
         retain_commits=retain_commits,
         retain_hours=retain_hours,
+        merge_update_columns=update_columns,
+        merge_exclude_columns=exclude_columns,
+        incremental_predicates=_predicates(raw),
+        event_time=event_time,
+        batch_window=_batch_window(raw),
+        not_null_columns=_column_list("not_null_columns", raw.get("not_null_columns")),
     )
 
 
@@ -217,6 +290,10 @@ def check_columns(config: SizedConfig, columns: Sequence[str]) -> None:
         ("cluster_by", config.cluster_by),
         ("delete_column", (config.delete_column,) if config.delete_column else ()),
         ("precombine_column", (config.precombine_column,) if config.precombine_column else ()),
+        ("merge_update_columns", config.merge_update_columns),
+        ("merge_exclude_columns", config.merge_exclude_columns),
+        ("event_time", (config.event_time,) if config.event_time else ()),
+        ("not_null_columns", config.not_null_columns),
     ]
     for key, cols in named:
         missing = [c for c in cols if c.lower() not in present]
@@ -278,13 +355,23 @@ class CompactOptions:
     max_bytes_per_group: int = 16 * 128 * 1000**2
     max_groups: int = 100
     max_bytes: Optional[int] = None   # bytes read per run; None: no bound
+    # partial progress: groups per commit, so an interrupted run keeps the batches it
+    # committed; None: the whole plan is one commit
+    partial_progress_groups: Optional[int] = None
+
+
+# Groups per commit with partial_progress: small enough that an interrupted run keeps most
+# of its work, large enough that commits (a lock, a few timeline files each) stay cheap.
+DEFAULT_PARTIAL_PROGRESS_GROUPS = 10
 
 
 def compact_options(target_file_size: Optional[Union[int, float, str]] = None,
                     small_file_limit: Optional[Union[int, float, str]] = None,
                     max_groups: Optional[int] = None,
                     max_bytes: Optional[Union[int, float, str]] = None,
-                    write_small_file_limit: Optional[int] = None) -> CompactOptions:
+                    write_small_file_limit: Optional[int] = None,
+                    partial_progress: Any = None,
+                    partial_progress_groups: Optional[int] = None) -> CompactOptions:
     """Validated compaction options, errors naming the key; the limit defaults to the
     table's own small_file_limit (write_small_file_limit) and each group holds up to 16
     target files' worth, so one partition's small files are usually one group."""
@@ -299,4 +386,24 @@ def compact_options(target_file_size: Optional[Union[int, float, str]] = None,
     if limit is not None and limit <= 0:
         raise ConfigError(f"max_bytes: must be > 0, got {max_bytes!r}")
     groups = _positive_int("max_groups", max_groups) or 100
-    return CompactOptions(target, small, 16 * target, groups, limit)
+    return CompactOptions(target, small, 16 * target, groups, limit,
+                          _batch_groups(partial_progress, partial_progress_groups))
+
+
+def _batch_groups(partial_progress, partial_progress_groups):
+    """Groups per commit: None without partial progress."""
+    enabled = _flag("partial_progress", partial_progress)
+    groups = _positive_int("partial_progress_groups", partial_progress_groups)
+    if groups is not None and not enabled:
+        raise ConfigError(f"partial_progress_groups: {partial_progress_groups!r} given, but "
+                          f"partial_progress is not true; set partial_progress: true")
+    return (groups or DEFAULT_PARTIAL_PROGRESS_GROUPS) if enabled else None
+
+
+def _flag(key, value):
+    """A yes / no option: a boolean, or its text as YAML and dbt's --vars give it."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ConfigError(f"{key}: expected true or false, got {value!r}")

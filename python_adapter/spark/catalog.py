@@ -2,7 +2,7 @@
 partitions (SparkCatalog: the table layer's CatalogSync)."""
 import re
 from dataclasses import dataclass
-from typing import Callable, Collection, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Collection, Iterable, List, Optional, Sequence, Set, Tuple
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
@@ -227,6 +227,13 @@ def set_data_columns(spark: SparkSession, table: TableRef,
     spark._jsparkSession.sharedState().externalCatalog().alterTableDataSchema(
         table.schema, table.identifier, jschema)
     spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+
+
+def registered_partitions(spark: SparkSession, table: TableRef) -> Set[str]:
+    """The partitions the metastore holds for a partitioned table, by name: the directory
+    names Spark's writer gives them (Hive escapes partition names the same way). One call,
+    where asking about each partition costs the metastore one lookup per partition."""
+    return {r[0] for r in spark.sql(f"SHOW PARTITIONS {table.quoted}").collect()}
 
 
 def partition_spec(rel_dir: str) -> Optional[str]:

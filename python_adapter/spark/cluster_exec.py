@@ -14,26 +14,37 @@ never execute one plan at once. Upserts that arrive while a plan is pending put 
 into its files; an update to one of its files rewrites that file at once, and the plan's
 group holding it is dropped at commit and planned again next time: clustering only ever
 replaces files that are still exactly as planned, so no update is lost.
+
+Partial progress (compaction's `partial_progress`): a plan is executed in batches of
+groups, each committed as a replacecommit of its own whose extra names the plan (`plan`)
+and the groups it did (`plan_groups`); the plan's requested instant stays until its last
+batch is committed, so an interrupted run keeps its finished batches and the next run
+executes the groups left.
 """
 import re
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
+from dataclasses import dataclass, field
+from typing import (Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Set,
+                    Tuple, Union)
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from python_adapter.core.clustering import plan_groups
-from python_adapter.core.compaction import SPLIT_RATIO, partition_filter, plan_compaction
-from python_adapter.core.config import ClusterOptions, cluster_options, compact_options
+from python_adapter.core.compaction import (SPLIT_RATIO, pack_outputs, partition_filter,
+                                            plan_compaction)
+from python_adapter.core.config import (ClusterOptions, CompactOptions, cluster_options,
+                                        compact_options)
 from python_adapter.core.routing import routing_keys
 from python_adapter.core.sizes import format_duration, format_size
-from python_adapter.errors import ConfigError
+from python_adapter.errors import ConfigError, WriteError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import SparkCatalog, TableInfo, TableRef
 from python_adapter.spark.curve_keys import with_curve_key
 from python_adapter.spark.local_table import local_table
-from python_adapter.spark.locking import locked_table
+from python_adapter.spark.locking import locked_table, open_table
+from python_adapter.spark.partition_where import partition_where
+from python_adapter.spark.session_conf import session_conf
 from python_adapter.spark.staging import staged_entries
 from python_adapter.spark.table_files import read_files, rows_per_file, with_file_values
 from python_adapter.table.commit import CommitProtocol
@@ -44,6 +55,15 @@ from python_adapter.table.timeline import FileEntry, pending_plan_files, schedul
 from python_adapter.table.transaction import Transaction
 
 RANK_BITS = 10   # ranks in [0, 1024) per column: Z / Hilbert values fit a bigint up to 6 columns
+# What opening a file costs, in bytes, when Spark packs the files a table service reads into
+# tasks: its default (4 MB) put ~30 small files in a task, so compacting thousands of them ran
+# a hundred short read tasks (2,920 files: 92 tasks, 7 at this cost, ~15% less time for the
+# job). Spark still splits by cores: a split is at most the bytes per core.
+_OPEN_COST = "spark.sql.files.openCostInBytes"
+SMALL_FILE_OPEN_COST = 256 * 1024
+# Compaction's tasks per core: enough to even out files of unequal size, few enough that a
+# task's fixed cost (its shuffle read, sort and writer) is paid a few times, not per file.
+TASKS_PER_CORE = 2
 
 
 @dataclass
@@ -58,12 +78,14 @@ class ClusterResult:
     target_file_size: int = 0   # the unit family sizes are shown in
     groups_dropped: int = 0     # groups whose files a writer changed while they were rewritten
     service: str = "clustering"
+    commits: int = 0            # replacecommits made (partial progress: one per batch)
 
     @property
     def message(self) -> str:
         dropped = (f"; {self.groups_dropped} group(s) dropped (a writer changed their files "
                    f"meanwhile; planned again next time)" if self.groups_dropped else "")
-        return (f"{self.service}: {self.executed_plans} plan(s), {self.groups} groups, "
+        commits = f" in {self.commits} commits" if self.commits > self.executed_plans else ""
+        return (f"{self.service}: {self.executed_plans} plan(s), {self.groups} groups{commits}, "
                 f"files {self.files_replaced} -> {self.files_written}, "
                 f"{format_size(self.bytes, self.target_file_size)} written in "
                 f"{format_duration(self.seconds)}{dropped}")
@@ -103,15 +125,51 @@ def run_compaction(spark: SparkSession, table: TableRef, options: Mapping[str, A
                    log: Callable[[str], None] = print) -> ClusterResult:
     """Schedule a compaction plan of the table's small and oversized files (core/compaction)
     and, unless schedule_only, execute every pending plan, as clustering does.
-    options: target_file_size, small_file_limit, max_groups, max_bytes (None: default)."""
+    options: target_file_size, small_file_limit, max_groups, max_bytes, where (a condition
+    on the partition columns), partial_progress, partial_progress_groups (None: default).
+    Every option is checked before the table is locked (or adopted): bad input writes
+    nothing."""
+    options = dict(options)
+    info, _fs, _location = open_table(spark, table)
+    checked = _compact_options(options, {})
+    scope = _scope(spark, info, table, partitions, options.get("where"))
+
     def schedule(locked):
-        return _schedule_compaction(locked, dict(options), partitions)
-    return _run_service(spark, table, "compaction", schedule, schedule_only, log)
+        return _schedule_compaction(locked, options, scope)
+    return _run_service(spark, table, "compaction", schedule, schedule_only, log,
+                        checked.partial_progress_groups)
 
 
-def _run_service(spark, table, service, schedule, schedule_only, log) -> ClusterResult:
+def _compact_options(overrides, last) -> CompactOptions:
+    """The call's options over the table's own target and limit (`last`: the extra of its
+    last write), unless the call gives a target (the limit then follows it, as at write
+    time)."""
+    if overrides.get("target_file_size"):
+        last = {}
+    return compact_options(
+        overrides.get("target_file_size") or int(last.get("target_file_size", 0)) or None,
+        overrides.get("small_file_limit"), overrides.get("max_groups"),
+        overrides.get("max_bytes"), int(last.get("small_file_limit", 0)) or None,
+        overrides.get("partial_progress"), overrides.get("partial_progress_groups"))
+
+
+def _scope(spark, info, table, partitions, where) -> Callable[[Collection[str]], Set[str]]:
+    """The partitions (directories) a compaction may touch: those `partitions` names and
+    `where` selects, both when both are given."""
+    named = partition_filter(info.partition_columns, partitions)
+    selected = partition_where(spark, info, f"{table.schema}.{table.identifier}", where)
+
+    def scope(dirs: Collection[str]) -> Set[str]:
+        dirs = {d for d in dirs if named(d)}
+        return selected(dirs) if selected is not None else dirs
+    return scope
+
+
+def _run_service(spark, table, service, schedule, schedule_only, log, batch=None
+                 ) -> ClusterResult:
     """A table service's run: schedule (when given) under the writer lock, then execute the
-    pending plans under the service lock, each committed under the writer lock."""
+    pending plans under the service lock, each committed under the writer lock (batch:
+    groups per commit, partial progress; None: one commit per plan)."""
     start = time.monotonic()
     with locked_table(spark, table, service, log=log) as (info, fs, proto):
         locked = _Locked(spark, table, info, fs, proto, log)
@@ -123,7 +181,7 @@ def _run_service(spark, table, service, schedule, schedule_only, log) -> Cluster
         service_lock.acquire(service)
         try:
             for plan in plans:
-                _execute(locked, plan, result)
+                _execute(locked, plan, result, batch)
         except Exception:  # not a crash: a crashed run keeps its lock, as a dead process does
             service_lock.release()
             raise
@@ -169,31 +227,30 @@ def _schedule(locked, cluster_by, strategy, overrides) -> int:
     return len(groups)
 
 
-def _schedule_compaction(locked, overrides, partitions) -> int:
-    """Store a compaction plan (small files bin-packed, oversized files split) as a
-    requested replacecommit; returns its number of groups."""
-    # The table's own target and limit, unless the call gives a target (the limit then
-    # follows it, as at write time).
-    last = {} if overrides.get("target_file_size") else _last_write(locked.proto)
-    options = compact_options(
-        overrides.get("target_file_size") or int(last.get("target_file_size", 0)) or None,
-        overrides.get("small_file_limit"), overrides.get("max_groups"),
-        overrides.get("max_bytes"), int(last.get("small_file_limit", 0)) or None)
-    wanted = partition_filter(locked.info.partition_columns, partitions)
+def _schedule_compaction(locked, overrides, scope) -> int:
+    """Store a compaction plan (small files bin-packed, oversized files split) of the
+    partitions in scope as a requested replacecommit; returns its number of groups."""
+    options = _compact_options(overrides, _last_write(locked.proto))
     current = current_files(locked.fs, locked.proto.location, locked.proto.timeline,
                             check=locked.name)
-    by_part = {p: files for p, files in _files_by_partition(current).items() if wanted(p)}
+    every = _files_by_partition(current)
+    chosen = scope(set(every))
+    by_part = {p: files for p, files in every.items() if p in chosen}
+    in_scope = "" if len(chosen) == len(every) else \
+        f" (of {len(chosen)} of the {len(every)} partitions in scope)"
     groups = plan_compaction(by_part, options, excluded=pending_plan_files(locked.proto.timeline))
     if not groups:
-        locked.log(f"compaction plan: nothing to compact (no partition holds two files below "
-                   f"{format_size(options.small_file_limit, options.target_file_size)} or a "
-                   f"file above {SPLIT_RATIO} x target)")
+        locked.log(f"compaction plan: nothing to compact{in_scope} (no partition holds two "
+                   f"files below {format_size(options.small_file_limit, options.target_file_size)}"
+                   f" or a file above {SPLIT_RATIO} x target)")
         return 0
     extra = {"strategy": "none", "cluster_by": "", "target_file_size": options.target_file_size}
+    if options.partial_progress_groups:  # the plan keeps it, whoever executes it
+        extra["partial_progress_groups"] = options.partial_progress_groups
     _store_plan(locked, "compact", groups, current, extra)
     files = sum(len(g.files) for g in groups)
     locked.log(f"compaction plan: {len(groups)} groups in "
-               f"{len({g.partition for g in groups})} partitions, {files} files "
+               f"{len({g.partition for g in groups})} partitions{in_scope}, {files} files "
                f"({format_size(sum(g.bytes for g in groups), options.target_file_size)}) -> "
                f"{sum(g.output_files for g in groups)} files")
     return len(groups)
@@ -229,10 +286,9 @@ def _store_plan(locked, operation, groups, current, extra) -> None:
     locked.proto.timeline.write(instant.with_state("requested", removed=tuple(removed)))
 
 
-def _still_as_planned(plan, current, log):
-    """{group id: [FileEntry]} of the plan's groups whose files are all still as planned;
-    a group a writer rewrote since is dropped (planned again next time)."""
-    groups = _planned_groups(plan)
+def _still_as_planned(plan, groups, current, log):
+    """{group id: [FileEntry]} of `groups` (of the plan) whose files are all still as
+    planned; a group a writer rewrote since is dropped (planned again next time)."""
     dropped = {g for g, files in groups.items()
                if any(current.get(f.path) is None or current[f.path].bytes != f.bytes
                       for f in files)}
@@ -244,113 +300,241 @@ def _still_as_planned(plan, current, log):
 
 
 def _planned_groups(plan):
-    """{group id: [FileEntry]} as the plan lists them."""
+    """{group id: [FileEntry]} as the plan lists them, in its order."""
     groups = {}
     for f in plan.removed:
         groups.setdefault(f.file_group, []).append(f)
     return groups
 
 
-def _execute(locked, plan, result: ClusterResult) -> None:
+@dataclass
+class _Batch:
+    """Groups of a plan rewritten together and committed as one replacecommit: the whole
+    plan as its own instant, or (partial progress) a batch as an instant of its own."""
+    groups: Dict[str, list]       # group id -> the plan's FileEntry of its files
+    number: int = 0               # 1-based; 0: the whole plan
+    of: int = 0
+    last: bool = True             # the plan's instant is closed after it (partial progress)
+
+
+def _execute(locked, plan, result: ClusterResult, batch: Optional[int] = None) -> None:
     """Rewrite the plan's groups into its staging directory without the writer lock, then,
-    under it, commit the groups whose files are all still as planned as its replacecommit."""
-    spark, fs = locked.spark, locked.fs
+    under it, commit the groups whose files are all still as planned as its replacecommit.
+    With partial progress (batch: groups per commit, the run's or the plan's own), the
+    groups go a batch at a time, each committed as a replacecommit of its own as soon as it
+    is written, so an interrupted run keeps the batches it finished and the next run
+    executes the rest of the plan; the plan's instant is closed after the last batch."""
     staging = locked.proto.staging_dir(plan.instant) + "/data"
-    fs.delete(staging)  # what an execution that crashed had written
+    locked.fs.delete(staging)  # what an execution that crashed had written
     planned = _planned_groups(plan)
-    staged = _write_groups(locked, plan, planned, staging)
-    fault_point("clustering_staged")
-    with locked_table(spark, locked.table, "clustering", log=locked.log) as (info, fs, proto):
-        plan = next((p for p in scheduled_plans(proto.timeline) if p.instant == plan.instant),
-                    None)
-        if plan is None:  # rolled back meanwhile (sized_rollback of the table)
-            fs.delete(staging)
-            return
-        current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
-                                                    check=locked.name)}
-        valid = _still_as_planned(plan, current, locked.log)
-        kept = {g for job, _out in staged for g in job if g in valid}
-        catalog = SparkCatalog(spark, fs, locked.table, proto.location, locked.log)
-        with Transaction(proto, catalog, plan.operation, info.partition_columns,
-                         planned=plan) as txn:
-            added = [e for job, out in staged for e in staged_entries(spark, fs, out)
-                     if _group_of(job, e) in kept]
-            removed = [current[f.path] for g in sorted(kept) for f in valid[g]]
-            txn.add(added)
-            txn.remove(removed)
+    batch = batch or int(plan.extra.get("partial_progress_groups", 0)) or None
+    if batch is None:
+        _run_batch(locked, plan, _Batch(planned), staging, result)
+        result.executed_plans += 1
+        return
+    done = _committed_groups(locked.proto.timeline, plan)
+    todo = [g for g in planned if g not in done]
+    if done:
+        locked.log(f"{result.service} plan {plan.instant}: {len(done)} of its {len(planned)} "
+                   f"groups were committed by an earlier run; executing the other {len(todo)}")
+    cuts = [todo[i:i + batch] for i in range(0, len(todo), batch)] or [[]]
+    for k, ids in enumerate(cuts):
+        part = _Batch({g: planned[g] for g in ids}, k + 1, len(cuts), k == len(cuts) - 1)
+        _run_batch(locked, plan, part, f"{staging}/batch-{k}", result)
     result.executed_plans += 1
+
+
+def _run_batch(locked, plan, part: _Batch, staging: str, result: ClusterResult) -> None:
+    """Write a batch's groups into staging, commit them, count them in result."""
+    start = time.monotonic()
+    order = list(_planned_groups(plan))
+    first = order.index(next(iter(part.groups))) if part.groups else 0
+    staged = _write_groups(locked, plan, part.groups, staging, first)
+    fault_point("clustering_staged")
+    kept, added, removed = _commit_batch(locked, plan, part, staged)
+    if kept or not part.number:
+        result.commits += 1
     result.groups += len(kept)
-    result.groups_dropped += len(planned) - len(kept)
+    result.groups_dropped += len(part.groups) - len(kept)
     result.files_replaced += len(removed)
     result.files_written += len(added)
     result.bytes += sum(a.bytes for a in added)
     result.target_file_size = int(plan.extra.get("target_file_size", 0))
+    if part.number:
+        locked.log(f"{result.service} batch {part.number}/{part.of}: {len(kept)} groups, "
+                   f"files {len(removed)} -> {len(added)}, "
+                   f"{format_size(sum(a.bytes for a in added), result.target_file_size)} "
+                   f"written in {format_duration(time.monotonic() - start)}")
 
 
-def _group_of(job: Sequence[str], entry: FileEntry) -> str:
+def _commit_batch(locked, plan, part: _Batch, staged):
+    """Under the writer lock, commit the batch's groups whose files are all still as
+    planned: as the plan's own instant (the whole plan), or as a replacecommit of its own
+    that names the plan and its groups (a batch), closing the plan after its last batch.
+    Returns (the groups kept, the files added, the files removed)."""
+    spark, instant = locked.spark, plan.instant
+    with locked_table(spark, locked.table, "clustering", log=locked.log) as (info, fs, proto):
+        plan = next((p for p in scheduled_plans(proto.timeline) if p.instant == instant), None)
+        if plan is None:  # rolled back meanwhile (sized_rollback of the table)
+            fs.delete(proto.staging_dir(instant))
+            return set(), [], []
+        current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
+                                                    check=locked.name)}
+        valid = _still_as_planned(plan, part.groups, current, locked.log)
+        kept = {g for tasks, _out in staged for task in tasks for g in task.values()
+                if g in valid}
+        written = _written_by_group(spark, fs, staged)
+        _check_rows(plan, kept, written, valid)
+        added = [e for g in sorted(kept) for e in written.get(g, [])]
+        removed = [current[f.path] for g in sorted(kept) for f in valid[g]]
+        if kept or not part.number:
+            catalog = SparkCatalog(spark, fs, locked.table, proto.location, locked.log)
+            with Transaction(proto, catalog, plan.operation, info.partition_columns,
+                             action=plan.action, extra=_batch_extra(plan, kept),
+                             planned=None if part.number else plan) as txn:
+                txn.add(added)
+                txn.remove(removed)
+                # files were there, so were their partitions: the catalog is asked about
+                # none of them (hundreds, when a compaction covers a year of days)
+                txn.registered = {f.partition for f in current.values()}
+        if part.number and part.last:
+            _close_plan(proto, plan)
+    return kept, added, removed
+
+
+def _written_by_group(spark, fs, staged) -> Dict[Optional[str], List[FileEntry]]:
+    """The staged files of each group (None: of no group the job planned)."""
+    out = {}
+    for tasks, directory in staged:
+        for e in staged_entries(spark, fs, directory):
+            out.setdefault(_group_of(tasks, e), []).append(e)
+    return out
+
+
+def _check_rows(plan, kept, written, valid) -> None:
+    """A group is committed only with exactly the rows of the files it replaces: a file
+    mapped to no group, or to another, stops the commit before anything is published."""
+    for g in sorted(kept):
+        planned, staged = [f.rows for f in valid[g]], [e.rows for e in written.get(g, [])]
+        known = min(planned + staged, default=0) >= 0   # -1: a count no footer gave
+        if known and sum(staged) != sum(planned):
+            raise WriteError(f"{plan.operation} plan {plan.instant}, group {g}: "
+                             f"{sum(staged)} rows written for the {sum(planned)} of its "
+                             f"files; nothing was committed (a bug: please report it)")
+
+
+def _batch_extra(plan, kept) -> dict:
+    """A batch's record: the plan's strategy and target, the plan and the groups it did."""
+    extra = {k: plan.extra[k] for k in ("strategy", "cluster_by", "target_file_size")
+             if k in plan.extra}
+    return {**extra, "plan": plan.instant, "plan_groups": ",".join(sorted(kept))}
+
+
+def _committed_groups(timeline, plan) -> set:
+    """The plan's groups that completed batches (partial progress) committed."""
+    return {g for i in timeline.completed(("replacecommit",))
+            if i.extra.get("plan") == plan.instant
+            for g in i.extra.get("plan_groups", "").split(",") if g}
+
+
+def _close_plan(proto, plan) -> None:
+    """A plan whose batches are all committed (or dropped) is done: its staging goes, then
+    its requested instant. A crash in between leaves a plan with nothing left to do, which
+    the next run closes."""
+    proto.fs.delete(proto.staging_dir(plan.instant))
+    proto.timeline.delete_unfinished(plan)
+
+
+@dataclass
+class _Job:
+    """One Spark job of a plan's execution: its groups, their output files, and the group
+    each task writes in each partition it holds (staged files map back to their group by
+    it: Spark names a task's files part-<task id>)."""
+    groups: Dict[str, list]           # group id -> the plan's FileEntry of its files
+    outputs: Dict[str, int]           # group id -> output files
+    tasks: List[Dict[str, str]]       # per task: {partition: group id}
+    first: Dict[str, int] = field(default_factory=dict)  # compaction: task of a group's 1st file
+
+
+def _group_of(tasks: Sequence[Mapping[str, str]], entry: FileEntry) -> Optional[str]:
     """The group a staged file belongs to: a job's only group, or the group its task wrote
-    (`job` lists the group of each task, and Spark names a task's file part-<task id>)."""
-    if len(job) == 1:
-        return job[0]
-    return job[int(re.match(r"part-(\d+)", entry.path.rsplit("/", 1)[-1]).group(1))]
+    in its partition (None: a partition the task was given none in)."""
+    only = {g for task in tasks for g in task.values()}
+    if len(only) == 1:
+        return next(iter(only))
+    task = tasks[int(re.match(r"part-(\d+)", entry.path.rsplit("/", 1)[-1]).group(1))]
+    return task.get(entry.partition) if len(task) > 1 else next(iter(task.values()))
 
 
-def _write_groups(locked, plan, groups, staging):
+def _jobs(spark, plan, groups) -> List[_Job]:
+    """How the groups are written. Compaction: one job for every group, its output files
+    packed into tasks (core/compaction.pack_outputs). Clustering: groups that become one
+    file in one job, group i (of the sorted ids) written whole by task i; larger groups one
+    job each, range-partitioned within the group only, so a file never straddles two groups
+    and each group gives exactly its files."""
+    outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in groups}
+    part = {g: files[0].partition for g, files in groups.items()}
+    if plan.extra["strategy"] == "none":
+        count, first = pack_outputs([(g, part[g], outputs[g]) for g in groups],
+                                    TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
+        tasks = [{} for _ in range(count)]
+        for g in groups:
+            for k in range(outputs[g]):
+                tasks[(first[g] + k) % count][part[g]] = g
+        return [_Job(groups, outputs, tasks, first)]
+    single = sorted(g for g in groups if outputs[g] == 1)
+    jobs = [_Job({g: groups[g] for g in single}, outputs, [{part[g]: g} for g in single])] \
+        if single else []
+    return jobs + [_Job({g: groups[g]}, outputs, [{part[g]: g}] * outputs[g])
+                   for g in groups if outputs[g] > 1]
+
+
+def _write_groups(locked, plan, groups, staging, done=0):
     """Each group's rows, ordered, written as its planned number of files, one directory per
-    Spark job under staging; returns [(the group each task of the job wrote, its
-    directory)]. A job whose files a writer moved meanwhile (the read fails) is left out:
-    its groups are dropped."""
+    Spark job under staging; returns [(the job's tasks, its directory)]. A job whose files a
+    writer moved meanwhile (the read fails) is left out: its groups are dropped. done: the
+    plan's groups before these (for the log)."""
     if not groups:  # a plan a crash cut short before its files were recorded
         return []
-    strategy = plan.extra["strategy"]
-    outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in groups}
-    if strategy == "none":
-        # Compaction: one job for every group, one task per output file.
-        jobs = [[g for g in sorted(groups) for _ in range(outputs[g])]]
-    else:
-        # Groups that become one file: one job, group i (of the sorted ids) written whole
-        # by task i. Larger groups: one job each, range-partitioned within the group only,
-        # so a file never straddles two groups and each group gives exactly its files.
-        single = sorted(g for g in groups if outputs[g] == 1)
-        jobs = ([single] if single else []) + [[g] for g in groups if outputs[g] > 1]
-    done, staged = 0, []
-    for k, job in enumerate(jobs):
-        ids = list(dict.fromkeys(job))
-        first, done = done + 1, done + len(ids)
-        which = f"group {first}" if len(ids) == 1 else f"groups {first}-{done}"
+    staged = []
+    for k, job in enumerate(_jobs(locked.spark, plan, groups)):
+        first, done = done + 1, done + len(job.groups)
+        which = f"group {first}" if len(job.groups) == 1 else f"groups {first}-{done}"
         out = f"{staging}/job-{k}"
         try:
-            _write_job(locked, plan, {g: groups[g] for g in ids}, outputs, (which, out))
+            _write_job(locked, plan, job, (which, out))
         except Exception:
-            if _all_in_place(locked, [f for g in ids for f in groups[g]]):
+            if _all_in_place(locked, [f for files in job.groups.values() for f in files]):
                 raise
             locked.log(f"{which}: a writer replaced some of its files meanwhile; dropped")
             locked.fs.delete(out)
             continue
-        staged.append((job, out))
+        staged.append((job.tasks, out))
     return staged
 
 
-def _write_job(locked, plan, groups, outputs, where) -> None:
-    """One Spark job writing `groups` (their planned files each) into the directory out."""
+def _write_job(locked, plan, job: _Job, where) -> None:
+    """One Spark job writing its groups (their planned files each) into the directory out."""
     which, out = where
-    spark, pcols = locked.spark, locked.info.partition_columns
+    spark, pcols, groups = locked.spark, locked.info.partition_columns, job.groups
     cluster_by, strategy = plan.extra["cluster_by"].split(","), plan.extra["strategy"]
     rel_paths = [f.path for g in groups for f in groups[g]]
     how = "in file order" if strategy == "none" else f"{strategy} on {', '.join(cluster_by)}"
-    total = sum(outputs[g] for g in groups)
+    total = sum(job.outputs[g] for g in groups)
     locked.log(f"{'compacting' if strategy == 'none' else 'clustering'} {which} of "
                f"{_group_count(plan)}: {len(rel_paths)} files -> {total}, {how}")
     df = read_files(spark, locked.proto.location, spark.table(locked.name).schema, rel_paths)
     if strategy == "none":
-        rows = in_file_order(spark, df, groups, outputs, pcols, locked.proto.location)
+        rows = in_file_order(spark, df, groups, job.outputs, pcols, locked.proto.location,
+                             (len(job.tasks), job.first))
     elif len(groups) == 1:
-        rows = order_rows(df, cluster_by, strategy, outputs[next(iter(groups))])
+        rows = order_rows(df, cluster_by, strategy, job.outputs[next(iter(groups))])
     else:
         rows = one_file_per_group(spark, df, {g: [f.path for f in files]
                                               for g, files in groups.items()},
                                   cluster_by, strategy, pcols)
-    rows.write.partitionBy(*pcols).mode("append").parquet(out)
+    with session_conf(spark, {_OPEN_COST: str(SMALL_FILE_OPEN_COST)}):  # splits are made here
+        rows.write.partitionBy(*pcols).mode("append").parquet(out)
 
 
 def _group_count(plan) -> int:
@@ -378,38 +562,40 @@ def one_file_per_group(spark: SparkSession, df: DataFrame,
 
 
 def in_file_order(spark: SparkSession, df: DataFrame, groups: Mapping[str, Sequence[FileEntry]],
-                  outputs: Mapping[str, int], pcols: Sequence[str], location: str) -> DataFrame:
-    """Compaction's rows, unsorted, in one task per output file: the groups (sorted by id)
-    take consecutive tasks, outputs[g] each, and a group's rows, counted through its files
-    in their order and each file's rows in their order in it (_metadata.row_index), are cut
-    into outputs[g] equal runs. Within a task, rows keep that order. Rows per file come from
-    the timeline; a file whose count is unknown is counted first."""
+                  outputs: Mapping[str, int], pcols: Sequence[str], location: str,
+                  packing: Tuple[int, Mapping[str, int]]) -> DataFrame:
+    """Compaction's rows, unsorted, each output file's rows in one task: a group's rows,
+    counted through its files in their order and each file's rows in their order in it
+    (_metadata.row_index), are cut into outputs[g] equal runs, run k going to task
+    (first[g] + k) mod tasks (packing = (tasks, first), core/compaction.pack_outputs: no
+    task holds two runs of one partition). Within a task, rows are ordered by partition,
+    then file, then row: each partition's run in file order, and in the order Spark's
+    writer needs, so it adds no sort of its own. Rows per file come from the timeline; a
+    file whose count is unknown is counted first."""
+    tasks, first = packing
     files = [f for g in sorted(groups) for f in groups[g]]
     rows_of = {f.path: f.rows for f in files}
     unknown = [p for p, n in rows_of.items() if n < 0]
-    if unknown:  # files recorded without a count (adoption records them)
+    if unknown:  # files recorded without a count
         rows_of.update(rows_per_file(spark, location, unknown))
-    slices, task = [], 0
+    cuts = {}
     for g in sorted(groups):
         offset, total = 0, max(1, sum(rows_of[f.path] for f in groups[g]))
         for f in groups[g]:
-            slices.append((len(slices), offset, outputs[g], total, task))
+            cuts[f.path] = (len(cuts), offset, outputs[g], total, first[g])
             offset += rows_of[f.path]
-        task += outputs[g]
     keyed = with_file_values(spark, df.withColumn("__sized_row", F.col("_metadata.row_index")),
-                             pcols, {f.path: i for i, f in enumerate(files)}, "__sized_file")
-    cuts = local_table(spark, [("__sized_file", "bigint"), ("__sized_offset", "bigint"),
-                               ("__sized_n", "bigint"), ("__sized_total", "bigint"),
-                               ("__sized_first", "bigint")], slices)
+                             pcols, cuts, ("__sized_file", "__sized_offset", "__sized_n",
+                                           "__sized_total", "__sized_first"))
     keys = local_table(spark, [("__sized_task", "bigint"), ("__sized_route", "bigint")],
-                       list(enumerate(routing_keys(task))))
+                       list(enumerate(routing_keys(tasks))))
     position = F.col("__sized_offset") + F.col("__sized_row")
-    slice_of = F.col("__sized_first") + F.floor(position * F.col("__sized_n") / F.col("__sized_total"))
-    routed = (keyed.join(F.broadcast(cuts), "__sized_file")
-              .withColumn("__sized_task", slice_of.cast("bigint"))
+    run = F.floor(position * F.col("__sized_n") / F.col("__sized_total"))
+    routed = (keyed.withColumn("__sized_task", F.pmod(F.col("__sized_first") + run, F.lit(tasks))
+                               .cast("bigint"))
               .join(F.broadcast(keys), "__sized_task"))
-    return (routed.repartition(task, "__sized_route")
-            .sortWithinPartitions("__sized_file", "__sized_row").select(*df.columns))
+    return (routed.repartition(tasks, "__sized_route")
+            .sortWithinPartitions(*pcols, "__sized_file", "__sized_row").select(*df.columns))
 
 
 def _sort_within(df, cluster_by, strategy, data_cols):

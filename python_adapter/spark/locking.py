@@ -9,11 +9,12 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from pyspark.sql import SparkSession
 
+from python_adapter.core.sizes import format_count
 from python_adapter.errors import WriteError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import (SparkCatalog, TableInfo, TableRef, describe_table,
-                                          require_parquet)
-from python_adapter.spark.table_files import rows_per_file
+                                          registered_partitions, require_parquet)
+from python_adapter.spark.staging import table_file_stats
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.files import current_files, file_entry
 from python_adapter.table.transaction import Transaction
@@ -74,23 +75,31 @@ def locked_table(spark: SparkSession, table: TableRef, operation: str,
 
 
 def adopt_if_foreign(spark: SparkSession, table: TableRef, info: TableInfo,
-                     proto: CommitProtocol) -> None:
+                     proto: CommitProtocol, key_col: Optional[str] = None) -> None:
     """A Parquet table this adapter never committed to (dbt-spark's incremental, a Spark
     job, Hive) that holds data files: record them, where they are, as its first instant
-    (`adopt`: sizes, and rows counted from their footers), so writes and table services
-    from now on see them as the table's files, and a file deleted outside its commits is
-    noticed. Runs under the writer lock, after recovery."""
+    (`adopt`: sizes, rows and, given the model's key column, its min / max per file, from
+    their footers), so writes and table services from now on see them as the table's files,
+    a file deleted outside its commits is noticed, and upsert tagging rules files out by key
+    range instead of reading them. Runs under the writer lock, after recovery."""
     if proto.timeline.completed():
         return
     files = current_files(proto.fs, proto.location)
     if not files:
         return
-    rows = rows_per_file(spark, proto.location, [f.path for f in files])
-    proto.log(f"adopting {table.schema}.{table.identifier}: {len(files)} files not written by "
-              f"this adapter recorded as its first commit")
+    stats = table_file_stats(spark, proto.location, [f.path for f in files], key_col)
+    rows = format_count(sum(n for n, _kmin, _kmax in stats.values()))
+    ranged = sum(1 for _n, kmin, _kmax in stats.values() if kmin)
+    keys = f", the {key_col} range of {ranged}" if key_col else ""
+    proto.log(f"adopting {table.schema}.{table.identifier}: {format_count(len(files))} files not "
+              f"written by this adapter recorded as its first commit ({rows} rows{keys})")
     catalog = SparkCatalog(spark, proto.fs, table, proto.location, proto.log)
     with Transaction(proto, catalog, "adopt", info.partition_columns) as txn:
-        txn.add([file_entry(f.partition, f.path, rows[f.path], f.bytes) for f in files])
+        txn.add([file_entry(f.partition, f.path, stats[f.path][0], f.bytes,
+                            key_range=stats[f.path][1:]) for f in files])
+        # the partitions its writer registered need nothing; others are registered now
+        if info.partition_columns:
+            txn.registered = registered_partitions(spark, table)
 
 
 def unlock_table(spark: SparkSession, table: TableRef, force: bool = False) -> str:

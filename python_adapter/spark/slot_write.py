@@ -100,11 +100,13 @@ class SlotWrite:
     rows_unknown: bool
     largest_file: int
     staging: str
+    match: Optional[str] = None   # only old rows holding this SQL condition are replaced
+    drop: Optional[str] = None    # old rows holding this SQL condition are removed
 
 
 def write_slots(spark: SparkSession, w: SlotWrite, progress: Callable[[str], None]) -> None:
     """Write every slot to `w.staging`, each from exactly one task."""
-    old, keys, bound, fresh, columns, weights = w.old, w.keys, w.bound, w.fresh, w.columns, w.weights
+    old, bound, fresh, weights = w.old, w.bound, w.fresh, w.weights
     limit = broadcast_limit(spark)
     # Without AQE the write is one job instead of one per stage: every join below is an
     # explicit broadcast and every shuffle an explicit repartition, so AQE has nothing to
@@ -115,13 +117,13 @@ def write_slots(spark: SparkSession, w: SlotWrite, progress: Callable[[str], Non
         how = f"{n_tasks} tasks"
     elif 0 <= w.batch_bytes <= limit and not w.rows_unknown:
         new_weights = {s: wt for s, wt in weights.items() if s not in w.rewrite_slots}
-        out = _colocated(spark, old, keys, bound, fresh, columns, new_weights)
+        out = _colocated(spark, w, new_weights)
         how = "the tasks that read the rewritten files (only the batch's rows shuffled)"
     else:
         why = ("a rewritten file has no recorded rows" if w.rows_unknown else
                f"the batch ({format_size(w.batch_bytes)} in memory) is over "
                f"spark.sql.autoBroadcastJoinThreshold")
-        out, n_tasks = _route(spark, _all_rows(old, keys, [bound, fresh], columns), weights)
+        out, n_tasks = _route(spark, _all_rows(w, [bound, fresh]), weights)
         how = f"{n_tasks} tasks ({why}: every row shuffled)"
         plain = {}
     progress(f"writing {len(weights)} files to staging in {how}")
@@ -129,20 +131,28 @@ def write_slots(spark: SparkSession, w: SlotWrite, progress: Callable[[str], Non
         out.write.partitionBy(*w.pcols, SLOT).mode("overwrite").parquet(w.staging)
 
 
-def _kept_old_rows(old, keys, broadcast=True):
-    """old rows with __sized_hit set when the batch brings their key (the row is replaced).
+def _kept_old_rows(old, keys, match=None, broadcast=True, drop=None):
+    """old rows with __sized_hit set when the batch brings their key (the row is replaced),
+    and, with `match`, the row holds that condition (dbt's incremental_predicates: a row
+    outside it is never matched, so it stays), or the row holds `drop` (it is removed).
     The keys are broadcast when the old rows must stay in the tasks that read them."""
+    if drop is not None:
+        return old.withColumn("__sized_hit", F.expr(f"CASE WHEN ({drop}) THEN true END"))
     if keys is None:
         return old.withColumn("__sized_hit", F.lit(None).cast("boolean"))
     hits = keys.withColumn("__sized_hit", F.lit(True))
-    return old.join(F.broadcast(hits) if broadcast else hits, keys.columns, "left")
+    kept = old.join(F.broadcast(hits) if broadcast else hits, keys.columns, "left")
+    if match is None:
+        return kept
+    return kept.withColumn("__sized_hit", F.expr(f"CASE WHEN ({match}) THEN __sized_hit END"))
 
 
-def _all_rows(old, keys, batch_rows, columns):
-    out = _kept_old_rows(old, keys, broadcast=False).where("__sized_hit is null").select(*columns, SLOT)
+def _all_rows(w: SlotWrite, batch_rows):
+    out = _kept_old_rows(w.old, w.keys, w.match, broadcast=False, drop=w.drop).where(
+        "__sized_hit is null").select(*w.columns, SLOT)
     for rows in batch_rows:
         if rows is not None:
-            out = out.unionByName(rows.select(*columns, SLOT))
+            out = out.unionByName(rows.select(*w.columns, SLOT))
     return out
 
 
@@ -150,9 +160,10 @@ def _q(name):
     return "`" + name.replace("`", "``") + "`"
 
 
-def _colocated(spark, old, keys, bound, fresh, columns, new_weights):
+def _colocated(spark, w: SlotWrite, new_weights):
     # Expressions as SQL text: one call into the JVM per select instead of several per column.
-    kept = _kept_old_rows(old, keys)
+    old, bound, fresh, columns = w.old, w.bound, w.fresh, w.columns
+    kept = _kept_old_rows(old, w.keys, w.match, drop=w.drop)
     if bound is None:  # no batch row goes to a rewritten file: its kept old rows are all
         rewritten = kept.where("__sized_hit IS NULL").select(*columns, SLOT)
     else:

@@ -1,6 +1,6 @@
-"""A write's staging area: what was written there (rows and key range of each staged file)
-and the bytes per row a write plans with."""
-from typing import List, Optional, Tuple
+"""A write's staging area: what was written there (rows and key range of each staged file),
+the same for the files of a table being adopted, and the bytes per row a write plans with."""
+from typing import Dict, List, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
@@ -28,14 +28,38 @@ def staged_entries(spark: SparkSession, fs: HadoopFS, staging: str,
         if not files:
             return []
         rels = [f.path[len(staging):].lstrip("/") for f in files]
-        stats = file_stats(read_files(spark, staging, None, rels), key_col)
-        footers = [(f.path, f.size, *stats.get(unquote(f.path), (-1, "", ""))) for f in files]
+        stats = _job_stats(spark, staging, rels, key_col)
+        footers = [(f.path, f.size, *stats.get(rel, (-1, "", ""))) for f, rel in zip(files, rels)]
     entries = []
     for path, size, rows, kmin, kmax in sorted(footers):
         partition, rel = staged_file(path[len(staging):].lstrip("/"))
         entries.append(file_entry(partition, rel, rows, size, staged_path=path,
                                   key_range=(kmin, kmax)))
     return entries
+
+
+def table_file_stats(spark: SparkSession, location: str, rel_paths: Sequence[str],
+                     key_col: Optional[str] = None) -> Dict[str, Tuple[int, str, str]]:
+    """{rel path: (rows, key min, key max)} of files of a table (`location` qualified; the
+    key range is '' when unknown, and without key_col): from their footers where the helper
+    reads them (an embedded session on local disk), the others (every file elsewhere, and
+    files not named *.parquet, as Hive writes them) in one Spark job that counts the rows and
+    takes the key range together."""
+    prefix = location.rstrip("/") + "/"
+    footers = staged_footers(spark, location, key_col) or []
+    stats = {uri[len(prefix):]: (rows, kmin, kmax)
+             for uri, _size, rows, kmin, kmax in footers if uri.startswith(prefix)}
+    rest = [rel for rel in rel_paths if rel not in stats]
+    if rest:
+        stats.update(_job_stats(spark, location, rest, key_col))
+    return {rel: stats.get(rel, (0, "", "")) for rel in rel_paths}
+
+
+def _job_stats(spark, base, rel_paths, key_col):
+    """{rel path below base: (rows, key min, key max)} of some files, in one Spark job."""
+    by_uri = file_stats(read_files(spark, base, None, rel_paths), key_col)
+    prefix = unquote(base.rstrip("/")) + "/"
+    return {uri[len(prefix):]: stats for uri, stats in by_uri.items()}
 
 
 def file_stats(df: DataFrame, key_col: Optional[str] = None) -> dict:

@@ -7,7 +7,7 @@ partitions by it), while a file list costs one file status per file and opens no
 """
 import os
 import re
-from typing import Dict, Mapping, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
@@ -55,25 +55,32 @@ def rows_per_file(spark: SparkSession, location: str, rel_paths: Sequence[str]) 
 
 
 def with_file_values(spark: SparkSession, df: DataFrame, pcols: Sequence[str],
-                     value_of_file: Mapping[str, int], column: str) -> DataFrame:
-    """Rows of df (read by read_files) with a long `column` set per file from value_of_file
-    {rel path: value}; rows of other files are dropped. A broadcast join on (partition
-    values, file name), since file names repeat across partitions, rather than a branch
-    per file in one expression."""
+                     value_of_file: Mapping[str, Union[int, Tuple[int, ...]]],
+                     column: Union[str, Tuple[str, ...]]) -> DataFrame:
+    """Rows of df (read by read_files) with a long `column` (or several) set per file from
+    value_of_file {rel path: value (or a tuple, one per column)}; rows of other files are
+    dropped. A broadcast join on (partition values, file name), since file names repeat
+    across partitions, rather than a branch per file in one expression."""
     n = len(pcols)
+    columns = (column,) if isinstance(column, str) else tuple(column)
     rows = [tuple(text for _, text in parse_partition_path(os.path.dirname(rel)))
-            + (os.path.basename(rel), int(value)) for rel, value in value_of_file.items()]
+            + (os.path.basename(rel),) + tuple(int(v) for v in _values(value))
+            for rel, value in value_of_file.items()]
     names = [*[(f"__sized_t{i}", "string") for i in range(n)], ("__sized_name", "string"),
-             (column, "bigint")]
+             *[(c, "bigint") for c in columns]]
     files = local_table(spark, names, rows).select(
         *[F.col(f"__sized_t{i}").cast(df.schema[c].dataType).alias(f"__sized_p{i}")
-          for i, c in enumerate(pcols)], "__sized_name", column)
+          for i, c in enumerate(pcols)], "__sized_name", *columns)
     named = df.withColumn("__sized_name", F.col("_metadata.file_name"))
     files = F.broadcast(files)
     cond = named["__sized_name"] == files["__sized_name"]
     for i, c in enumerate(pcols):
         cond = cond & named[c].eqNullSafe(files[f"__sized_p{i}"])
-    return named.join(files, cond).select(*df.columns, column)
+    return named.join(files, cond).select(*df.columns, *columns)
+
+
+def _values(value):
+    return value if isinstance(value, tuple) else (value,)
 
 
 # Spark names the file a failed scan task was reading ("Encountered error while reading

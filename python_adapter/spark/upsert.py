@@ -16,12 +16,13 @@ from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.core.config import SizedConfig
+from python_adapter.core.config import SizedConfig, kept_on_update
 from python_adapter.core.keys import may_hold_keys
-from python_adapter.core.partitions import partition_path
+from python_adapter.core.partitions import parse_partition_path, partition_path
 from python_adapter.core.sizes import format_size
 from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_upsert
 from python_adapter.errors import ConfigError
+from python_adapter.spark.constraints import check_null_counts, null_counts
 from python_adapter.spark.job import RowChanges, Staged, WriteJob, resolve_names
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
@@ -72,6 +73,27 @@ def validate_keys(df: DataFrame, keys: Sequence[str], precombine_column: Optiona
         df = (df.withColumn("__sized_rn", F.row_number().over(w))
                 .where("__sized_rn = 1").drop("__sized_rn"))
     return df, key_range, partitions
+
+
+def match_condition(cfg: SizedConfig) -> Optional[str]:
+    """incremental_predicates as one SQL condition on the table's rows: only rows that hold
+    it are matched by an incoming key (dbt's merge); None without predicates."""
+    if not cfg.incremental_predicates:
+        return None
+    return " AND ".join(f"({p})" for p in cfg.incremental_predicates)
+
+
+def check_predicates(df: DataFrame, cfg: SizedConfig) -> None:
+    """Each of incremental_predicates must parse and name the model's columns (the table's
+    rows have them): checked on the model's schema before anything is written."""
+    key = "incremental_predicates"
+    for p in cfg.incremental_predicates:
+        try:
+            df.limit(0).where(F.expr(p)).schema
+        except Exception as exc:  # ParseException, AnalysisException through py4j
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(f"{key}: {p!r} is not a condition on the model's columns "
+                              f"({first}); nothing was written") from None
 
 
 def upsert_keys(cfg: SizedConfig, columns: Sequence[str]) -> Tuple[str, ...]:
@@ -154,6 +176,11 @@ class Tagger:
         self.spark, self.location, self.pcols = job.spark, job.proto.location, job.pcols
         self.keys, self.batch_bytes, self.progress = keys, batch_bytes, job.progress
         self.schema = job.spark.table(job.table_name).schema
+        # dbt's merge options: what a matched row keeps of the table's row, and which of the
+        # table's rows can be matched at all
+        self.kept = kept_on_update(job.cfg, [*job.data_cols, *job.pcols]) if keys else ()
+        self.match = match_condition(job.cfg)
+        self.not_null = resolve_names(job.cfg.not_null_columns, job.df.columns)
 
     def tag(self, batch: DataFrame, candidates: Sequence[str]) -> DataFrame:
         """The batch with, per row, the file holding its key among `candidates` (rel paths):
@@ -167,9 +194,14 @@ class Tagger:
                 tagged = tagged.withColumn(f"__sized_op{i}", F.col(c))
             return tagged
         key_names = [f"__sized_k{i}" for i in range(len(keys))]
-        existing = read_files(self.spark, self.location, self.schema, candidates).select(
+        kept_names = [f"__sized_old{i}" for i in range(len(self.kept))]
+        existing = read_files(self.spark, self.location, self.schema, candidates)
+        if self.match is not None:
+            existing = existing.where(self.match)
+        existing = existing.select(
             *[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)],
             *[F.col(c).alias(f"__sized_op{i}") for i, c in enumerate(pcols)],
+            *[F.col(c).alias(n) for c, n in zip(self.kept, kept_names)],
             F.col("_metadata.file_path").alias("__sized_file"))
         # Keep only the table's rows whose key comes in before the outer join: the batch's
         # keys are small next to the table, so this streams the table past them once.
@@ -181,6 +213,12 @@ class Tagger:
             c = batch[k] == existing[key_names[i]]
             cond = c if cond is None else cond & c
         tagged = batch.join(existing, cond, "left").drop(*key_names)
+        # A matched row keeps the table's values of the kept columns (partition columns
+        # included: then it stays where it was).
+        for c, old in zip(self.kept, kept_names):
+            tagged = tagged.withColumn(c, F.when(F.col("__sized_file").isNotNull(),
+                                                 F.col(old).cast(batch.schema[c].dataType))
+                                       .otherwise(F.col(c))).drop(old)
         same = F.lit(True)
         for i, c in enumerate(pcols):
             same = same & F.col(c).eqNullSafe(F.col(f"__sized_op{i}"))
@@ -188,10 +226,11 @@ class Tagger:
 
     def stats(self, tagged: DataFrame) -> List[Row]:
         """What goes where, in one aggregation: rows per (new partition, old partition, file,
-        stays, deleted), with the key range of each group (to look for unfound keys).
+        stays, deleted), with the key range of each group (to look for unfound keys) and
+        the nulls of the not_null columns (check_not_null_groups).
         Partition values come as the texts Spark's writer names their directories by."""
         keys, pcols = self.keys, self.pcols
-        aggs = [F.count(F.lit(1)).alias("count")]
+        aggs = [F.count(F.lit(1)).alias("count"), *null_counts(self.not_null)]
         orderable = keys and isinstance(tagged.schema[keys[0]].dataType, _ORDERABLE)
         aggs += [F.min(keys[0]).alias("__sized_kmin"), F.max(keys[0]).alias("__sized_kmax")] \
             if orderable else [F.lit(None).alias("__sized_kmin"), F.lit(None).alias("__sized_kmax")]
@@ -238,6 +277,11 @@ class Tagger:
             raise
         tagged.unpersist()
         return retagged, stats
+
+    def check_not_null_groups(self, stats: Iterable[Row]) -> None:
+        """Fail when a not_null column is null in rows the write keeps (deletes are not
+        written), before anything is written."""
+        check_null_counts(self.not_null, [r for r in stats if not r["__sized_del"]])
 
     def groups(self, stats: Iterable[Row]) -> Tuple[List[TagGroup], dict]:
         """The stats as TagGroups (files by rel path), and {rel path: the path Spark reports}."""
@@ -316,9 +360,13 @@ def _write_upsert(job, key_check, bpr, staging, current):
                  f"(the batch's partitions; index scope {cfg.index_scope})")
     tagged, stats = tagger.tag_persisted(batch, first)
     try:
+        tagger.check_not_null_groups(stats)
         if keys and rest and cfg.index_scope == "global":
             tagged, stats = tagger.tag_the_unfound(tagged, stats, rest)
         groups, spark_path_of = tagger.groups(stats)
+        window = window_condition(cfg)
+        if window is not None:
+            groups += _window_groups(job, tagger, current, window)
         sizing = Sizing(bpr, cfg.target_file_size, cfg.small_file_limit, cfg.insert_split_size)
         plan = plan_upsert(groups, {f.path: f.bytes for f in current}, job.pcols, sizing,
                            excluded=pending_plan_files(job.proto.timeline))
@@ -328,11 +376,43 @@ def _write_upsert(job, key_check, bpr, staging, current):
                  f"{summary['inserts_into_new']} into new files, {summary['updates']} rows "
                  f"updated or deleted")
         if plan.slots:
-            write_slots(job.spark, _slot_write(job, plan, tagged, tagger, spark_path_of, current,
-                                               staging), progress)
+            slots = _slot_write(job, plan, tagged, tagger, spark_path_of, current, staging)
+            write_slots(job.spark, replace(slots, drop=window), progress)
         return plan
     finally:
         tagged.unpersist()
+
+
+def window_condition(cfg: SizedConfig) -> Optional[str]:
+    """A microbatch batch's window as a SQL condition on the table's rows, written as dbt
+    filters the model's inputs by event_time (so a date and a timestamp column compare as
+    they do there); None outside a batch."""
+    if cfg.incremental_strategy != "microbatch" or cfg.batch_window is None:
+        return None
+    col = "`" + cfg.event_time.replace("`", "``") + "`"
+    start, end = (t.replace("'", "\\'") for t in cfg.batch_window)
+    return f"{col} >= '{start}' AND {col} < '{end}'"
+
+
+def _window_groups(job, tagger, current, window) -> List[TagGroup]:
+    """The files holding rows of the batch's window, as groups of deleted rows (one per
+    file, its rows in the window): the plan rewrites them without those rows. One job reads
+    the event_time column of the table's files, Parquet statistics skipping row groups
+    outside the window."""
+    if not current:
+        return []
+    rows = (read_files(job.spark, tagger.location, tagger.schema, [f.path for f in current])
+            .where(window).groupBy(F.col("_metadata.file_path").alias("f")).count().collect())
+    prefix = unquote(tagger.location)
+    by_path = {f.path: f for f in current}
+    groups = []
+    for r in rows:
+        rel = unquote(r["f"])[len(prefix):].lstrip("/")
+        values = tuple(text for _c, text in parse_partition_path(by_path[rel].partition))
+        groups.append(TagGroup(values, values, rel, True, True, r["count"]))
+    job.progress(f"window {job.cfg.batch_window[0]} .. {job.cfg.batch_window[1]}: "
+                 f"{sum(g.rows for g in groups)} rows in {len(groups)} files replaced")
+    return groups
 
 
 def _slot_write(job, plan: UpsertPlan, tagged, tagger, spark_path_of, current,
@@ -362,7 +442,7 @@ def _slot_write(job, plan: UpsertPlan, tagged, tagger, spark_path_of, current,
     to_rewrites, to_new = _insert_rows(spark, plan, tagged, keys or columns, columns, pcols)
     entry = {f.path: f for f in current}
     return SlotWrite(old=old, keys=keys_df, bound=_union(bound + [to_rewrites]), fresh=to_new,
-                     columns=columns, pcols=pcols, weights=plan.weights,
+                     columns=columns, pcols=pcols, weights=plan.weights, match=tagger.match,
                      rewrite_slots={s.slot for s in rewrites}, batch_bytes=cached_size(tagged),
                      rows_unknown=any(entry[s.file].rows <= 0 for s in rewrites),
                      largest_file=max((entry[s.file].bytes for s in rewrites), default=0),

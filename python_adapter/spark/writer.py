@@ -23,11 +23,13 @@ from python_adapter.spark.distribution import distribute, matched_by_value
 from python_adapter.spark.job import (Progress, RowChanges, Staged, WriteJob, WriteResult,
                                       resolve_names, worth_caching)
 from python_adapter.spark.cluster_exec import run_clustering, run_compaction
+from python_adapter.spark.constraints import (check_not_null_rows, check_null_counts,
+                                              null_count_names, null_counts)
 from python_adapter.spark.locking import adopt_if_foreign, locked_locations, open_table
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
 from python_adapter.spark.session_conf import session_conf
 from python_adapter.spark.staging import bytes_per_row, staged_entries
-from python_adapter.spark.upsert import stage_upsert, validate_keys
+from python_adapter.spark.upsert import check_predicates, stage_upsert, validate_keys
 from python_adapter.table.archive import RETAIN_COMMITS, RETAIN_HOURS
 from python_adapter.table.faults import fault_point
 from python_adapter.table.lock import LockOptions
@@ -43,6 +45,7 @@ def write_dataframe(spark: SparkSession, df: DataFrame, table: TableRef, cfg: Si
     """Write df into `table` as cfg says; then cluster or compact inline when
     `cluster_every_n_commits` or `compact_every_n_commits` is due."""
     check_columns(cfg, df.columns)
+    check_predicates(df, cfg)
     progress = Progress(log, f"{table.schema}.{table.identifier}")
     fs = HadoopFS(spark)
     job = WriteJob(spark, fs, None, df, table, cfg, resolve_names(cfg.partition_by, df.columns),
@@ -143,15 +146,27 @@ def _table_or_none(spark, table):
 def _write_existing(job: WriteJob, existing: TableInfo, full_refresh: bool) -> WriteResult:
     """An incremental run, or a full refresh that keeps the table's definition."""
     operation = "full_refresh" if full_refresh else job.cfg.incremental_strategy
+    if not full_refresh and operation == "microbatch" and job.cfg.batch_window is None:
+        raise ConfigError("incremental_strategy: 'microbatch' runs in dbt's batches, which dbt "
+                          "makes only for materialized='incremental'; this run has no batch "
+                          "window, so nothing was written")
     if not full_refresh:
         if [c.lower() for c in existing.partition_columns] != [c.lower() for c in job.pcols]:
             raise ConfigError(
                 f"partition_by: the table is partitioned by {list(existing.partition_columns)}, "
                 f"the model by {list(job.pcols)}; run with --full-refresh to change it")
-        adopt_if_foreign(job.spark, job.table, existing, job.proto)
+        adopt_if_foreign(job.spark, job.table, existing, job.proto,
+                         _key_column(job.cfg, existing))
         df, existing = apply_schema_change(job, existing)
         job = replace(job, df=df)
     return _commit_write(replace(job, operation=operation).shaped(existing.column_names))
+
+
+def _key_column(cfg: SizedConfig, existing: TableInfo) -> Optional[str]:
+    """The table's spelling of the first unique_key column, the one whose range per file the
+    timeline keeps; None without a key or when the table lacks it (a column to be added)."""
+    names = {c.lower(): c for c in existing.column_names}
+    return names.get(cfg.unique_key[0].lower()) if cfg.unique_key else None
 
 
 def _define_write(job: WriteJob, existing: Optional[TableInfo]) -> WriteResult:
@@ -230,7 +245,7 @@ def _commit_write(job: WriteJob, extra: Optional[dict] = None, define=None) -> W
 def _stage(job: WriteJob) -> Staged:
     """Plan and write the new files to the instant's staging area."""
     staging = job.staging + "/data"
-    if job.operation in ("upsert", "insert"):
+    if job.operation in ("upsert", "insert", "microbatch"):
         current = current_files(job.fs, job.proto.location, job.proto.timeline,
                                 check=job.table_name)
         return stage_upsert(job, staging, current)
@@ -296,14 +311,16 @@ def _plan(job: WriteJob) -> _FilePlan:
     cfg, progress, df = job.cfg, job.progress, job.df
     need_counts = cfg.distribution != "none" and (
         cfg.file_count is None or cfg.distribution in ("exact", "hash"))
+    not_null = resolve_names(cfg.not_null_columns, df.columns)
     if not need_counts:
         _refuse_null_like_partitions(df, job.pcols)
+        check_not_null_rows(df, not_null)
     if cfg.distribution == "none":
         return _FilePlan(None, 0, None, None)
     rows_by_partition = total_rows = None
     if need_counts:
         progress("counting rows per partition")
-        rows_by_partition = _count_by_partition(df, job.pcols)
+        rows_by_partition = _count_by_partition(df, job.pcols, not_null)
         total_rows = sum(rows_by_partition.values())
         progress(f"counted {total_rows} rows in {len(rows_by_partition)} partitions")
     if cfg.file_count is not None:
@@ -319,22 +336,29 @@ def _plan(job: WriteJob) -> _FilePlan:
     return _FilePlan(plans, sum(p.files for p in plans.values()), bpr, total_rows)
 
 
-def _count_by_partition(df, pcols):
+def _count_by_partition(df, pcols, not_null=()):
     """{partition value texts: rows} in one aggregation ({(): rows} when unpartitioned);
     partition values as the texts Spark names their directories by (core/partitions.py),
     grouped by value where each value has one text (distribution.matched_by_value), so only
     the distinct values are cast. Its shuffle carries one row per task and partition value, so it gets as many shuffle
     partitions as the session has cores, not the session's default (200 map outputs per
-    task cost more than the count here)."""
+    task cost more than the count here). The same aggregation counts the nulls of the
+    not_null columns, and fails the write when there are any."""
+    count = [F.count(F.lit(1)).alias("count"), *null_counts(not_null)]
     if not pcols:
-        return {(): df.count()}
+        row = df.agg(*count).first()
+        check_null_counts(not_null, [row])
+        return {(): row["count"]}
     keys = [F.col(c) if matched_by_value(df.schema[c].dataType) else F.col(c).cast("string")
             for c in pcols]
-    grouped = df.groupBy(*[k.alias(c) for k, c in zip(keys, pcols)]).count()
-    texts = grouped.select(*[F.col(c).cast("string") for c in pcols], "count")
+    grouped = df.groupBy(*[k.alias(c) for k, c in zip(keys, pcols)]).agg(*count)
+    texts = grouped.select(*[F.col(c).cast("string") for c in pcols], "count",
+                           *null_count_names(not_null))
     cores = df.sparkSession.sparkContext.defaultParallelism
     with session_conf(df.sparkSession, {"spark.sql.shuffle.partitions": cores}):
-        counts = {tuple(r[:-1]): r[-1] for r in texts.collect()}
+        rows = texts.collect()
+    check_null_counts(not_null, rows)
+    counts = {tuple(r[:len(pcols)]): r["count"] for r in rows}
     check_partition_texts(pcols, counts)
     return counts
 

@@ -230,3 +230,26 @@ class TestIncrementalOnSchemaChangeSizedSpark(BaseIncrementalOnSchemaChange):
         with project.adapter.connection_named("__test"):
             columns = [c.name for c in project.adapter.get_columns_in_relation(relation)]
         assert columns == ["id", "field1", "field3"]
+
+
+# -- dbt's merge options on sized_incremental: the same suites, the model switched ----------
+from dbt.tests.adapter.incremental import test_incremental_merge_exclude_columns as mx  # noqa: E402
+from dbt.tests.adapter.incremental import test_incremental_predicates as pr  # noqa: E402
+
+
+def _sized_materialized(sql):
+    return replace_once(sql, "materialized = 'incremental'", "materialized = 'sized_incremental'")
+
+
+class TestIncrementalPredicatesSizedSpark(pr.BaseIncrementalPredicates):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"delete_insert_incremental_predicates.sql":
+                _sized_materialized(pr.models__delete_insert_incremental_predicates_sql)}
+
+
+class TestMergeExcludeColumnsSizedSpark(mx.BaseMergeExcludeColumns):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"merge_exclude_columns.sql":
+                _sized_materialized(mx.models__merge_exclude_columns_sql)}

@@ -11,6 +11,7 @@ import agate
 from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from dbt.adapters.sized_spark.connections import SizedSparkConnectionManager
@@ -79,6 +80,11 @@ class SizedSparkAdapter(SparkAdapter):
         return ""
 
     @available
+    def sized_session_method(self) -> bool:
+        """Whether the profile's method is session (the sized engine can write)."""
+        return bool(self.config.credentials.is_session)
+
+    @available
     def sized_write(self, relation, compiled_code: str, model_config: Dict[str, Any],
                     full_refresh: bool) -> Dict[str, Any]:
         """Run the model's SQL and write it as a sized table; returns a summary for the log."""
@@ -90,6 +96,32 @@ class SizedSparkAdapter(SparkAdapter):
         # Our writes bypass dbt's SQL path: forget cached relation metadata for this table.
         self.cache_added(relation.incorporate(type="table"))
         return result.as_dict()
+
+    @available
+    def sized_not_null_columns(self, model_columns: Dict[str, Dict[str, Any]],
+                               model_constraints: List[Dict[str, Any]],
+                               configured: Any = None) -> List[str]:
+        """The columns the engine checks for nulls in the new rows of a model whose contract
+        is enforced: the configured `not_null_columns`, then the contract's not_null
+        constraints (on a column, or on a model's `columns`). Every other constraint gets
+        the warning dbt-spark gives for it (dbt's, from CONSTRAINT_SUPPORT: not enforced),
+        since a Parquet table enforces none."""
+        names = list(_engine_call("not_null_columns", api.parse_config,
+                                  {"not_null_columns": configured}).not_null_columns)
+        for column in (model_columns or {}).values():
+            for raw in column.get("constraints") or []:
+                constraint = self._parse_column_constraint(raw)
+                if constraint.type == ConstraintType.not_null:
+                    names.append(column["name"])
+                else:
+                    self.process_parsed_constraint(constraint, self.render_column_constraint)
+        for raw in model_constraints or []:
+            constraint = self._parse_model_constraint(raw)
+            if constraint.type == ConstraintType.not_null:
+                names.extend(constraint.columns)
+            else:
+                self.process_parsed_constraint(constraint, self.render_model_constraint)
+        return list(dict.fromkeys(names))
 
     @available
     def sized_layout(self, relation, small_file_limit=None, target_file_size=None,
@@ -120,7 +152,8 @@ class SizedSparkAdapter(SparkAdapter):
     def sized_compact(self, relation, partitions=None, schedule_only=False,
                       options: Optional[Dict[str, Any]] = None) -> str:
         """Bin-pack small files and split oversized ones, rows in file order; returns what
-        it did (groups, files before -> after, bytes, time)."""
+        it did (groups, files before -> after, bytes, time). options: api.compact's (scope
+        by `where`, bounds, partial progress)."""
         spark = self.connections.spark_session("sized_compact")
         result = _engine_call("sized_compact", api.compact, spark, self._table_ref(relation),
                               options, partitions, bool(schedule_only), log=logger.info)

@@ -131,7 +131,8 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
     assert crashed.returncode != 0
     # The rest runs in one dbt process (dbtRunner), as an orchestrator would run it.
     report = project / "orders.html"
-    recovered, check, rerun, timeline, clustered, check2, layout, out, compacted = _dbt_steps(
+    (recovered, check, rerun, timeline, clustered, check2, layout, out, compacted,
+     bad_where) = _dbt_steps(
         project, home, target,
         ["run-operation", "sized_recover", "--args", "{relation: sized_it.orders}"],
         ["test", "--select", "orders_hold_each_key_once"],
@@ -144,7 +145,10 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
         ["run-operation", "sized_report", "--args",
          f"{{relation: sized_it.orders, path: 'file://{report}'}}"],
         ["run-operation", "sized_compact", "--args",
-         "{relation: sized_it.orders, partitions: [2025-03-01]}"])
+         "{relation: sized_it.orders, partitions: [2025-03-01, 2025-03-04], "
+         "where: \"day <= '2025-03-02'\", partial_progress: true}"],
+        ["run-operation", "sized_compact", "--args",
+         "{relation: sized_it.orders, where: 'value > 3'}"])
     # its stale lock and half-published instant are recovered: the table is as after batch 1
     assert recovered.returncode == 0, recovered.stdout[-4000:]
     assert "recovering stale writer lock" in recovered.stdout
@@ -168,8 +172,13 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
     assert "day=2025-03-01" in html and "hilbert" in html and "http" not in html
     # clustering left the day sized: a compaction of it finds nothing to do
     assert compacted.returncode == 0, compacted.stdout[-4000:]
-    assert "compaction plan: nothing to compact" in compacted.stdout
+    assert "compaction plan: nothing to compact (of 1 of the 5 partitions in scope)" in \
+        compacted.stdout
     assert "sized_it.orders: compaction: 0 plan(s)" in compacted.stdout
+    # a condition on a data column: refused naming the key and the value
+    assert bad_where.returncode != 0
+    assert ("where: 'value > 3' names `value`, which is not a partition column of "
+            "sized_it.orders") in bad_where.stdout, bad_where.stdout[-3000:]
     if target == "cluster":
         return  # restore and clean are driver-side file work, the same on both targets
     # back to batch 1 (before the upsert, the clustering), then clean past one commit
@@ -212,7 +221,7 @@ def test_bad_config_and_damaged_files_fail_the_model_with_the_way_out(mini):
     text = bad.stdout
     assert "small_file_limit: '200MB' is larger than target_file_size '128MB'" in text
     assert "unique_key: column(s) order_id not found in the model" in text
-    assert "incremental_strategy: unknown value 'merge'" in text
+    assert "incremental_strategy: unknown value 'merge_into'" in text
     assert "ERROR=3" in text
     assert built.returncode == 0 and deleted.returncode == 0, built.stdout[-3000:]
     # a file deleted behind the table's back: the run fails naming it and the way out
@@ -262,3 +271,56 @@ def test_four_models_written_at_once_hold_exactly_their_rows(mini):
     for name, expected in _threads_expected().items():
         got = [(i, int(p), v) for i, p, v in duckdb_rows(warehouse / name, ["id", "p", "value"])]
         assert sorted(got) == expected, name
+
+
+def _rows_per_day(table_dir):
+    """{event_date: (rows, versions)} of a table's directory, read by DuckDB."""
+    import duckdb
+    return {str(d): (n, v) for d, n, v in duckdb.sql(
+        f"select event_date, count(*), list(distinct version order by version) from "
+        f"read_parquet('{table_dir}/**/*.parquet', hive_partitioning=true) group by 1").fetchall()}
+
+
+def _operations(table_dir):
+    from python_adapter.table.timeline import decode, meta_dir_of, parse_file_name
+    timeline = Path(meta_dir_of(str(table_dir))) / "timeline"
+    return [decode(p.read_bytes()).operation for p in sorted(timeline.iterdir())
+            if (parsed := parse_file_name(p.name)) and parsed[2] == "completed"]
+
+
+def test_microbatch_days_a_rerun_window_and_a_retried_batch(tmp_path):
+    """dbt's microbatch through the sized engine on the integration project: five daily
+    batches, a rerun of one day with changed rows, then a run whose middle batch fails and
+    `dbt retry` runs that batch alone. Every day holds exactly its source rows once, in the
+    version of its last batch; each batch is one commit; the month partition stays sized."""
+    project = tmp_path / "it"
+    shutil.copytree(REPO / "integration_tests", project,
+                    ignore=shutil.ignore_patterns(".spark", "target", "logs"))
+    home = tmp_path / "spark"
+    small = {"event_days": 12, "base_rows_per_day": 300, "microbatch": True}
+    mb = ["run", "--select", "stg_events", "events_microbatch"]
+
+    def window(start, end, **more):
+        import json
+        return [*mb, "--vars", json.dumps({**small, **more}), "--event-time-start", start,
+                "--event-time-end", end]
+
+    days, rerun = _dbt_steps(project, home, "embedded", window("2025-01-01", "2025-01-06"),
+                             window("2025-01-03", "2025-01-04", mb_version=2))
+    assert days.returncode == 0 and rerun.returncode == 0, days.stdout[-3000:] + rerun.stdout[-3000:]
+    failed = _dbt(project, home, "embedded", *window("2025-01-06", "2025-01-09"),
+                  env_extra={"SIZED_MB_FAIL_DAY": "2025-01-07"})
+    assert failed.returncode != 0 and "injected failure of the batch of 2025-01-07" in failed.stdout
+    retried = _dbt(project, home, "embedded", "retry")
+    assert retried.returncode == 0, retried.stdout[-3000:]
+    table = home / "warehouse" / "sized_it.db" / "events_microbatch"
+    per_day = {f"2025-01-{d:02d}": int(300 * 1.1 ** ((d - 1) / 30.0)) for d in range(1, 9)}
+    assert _rows_per_day(table) == {day: (n, [2] if day == "2025-01-03" else [1])
+                                    for day, n in per_day.items()}
+    # a full build of the first batch, then a commit per batch: 4 more days, the rerun day,
+    # the two days whose batches passed, the retried day
+    assert _operations(table) == ["full_refresh"] + ["microbatch"] * 8
+    # the batches' rows packed into the month's small files: sized, not a file per batch
+    sizes = sorted(p.stat().st_size for p in table.glob("event_month=2025-01/*.parquet"))
+    assert sum(1 for s in sizes if s < 50_000) <= 1 and max(sizes) <= 1.25 * 64_000, sizes
+    assert len(sizes) <= -(-sum(sizes) // 64_000) + 1, sizes

@@ -16,21 +16,22 @@ from python_adapter.core.config import parse_config
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.timeline import Timeline
 from python_adapter.spark.describe import read_layout
-from python_adapter.spark.rollback import recover_table
+from python_adapter.spark.rollback import recover_table, rollback_last_commit
 from python_adapter.spark.writer import write_dataframe
 from python_adapter.table import faults, lock
 from tests.functional.helpers import files_by_partition
-from tests.functional.readers import duckdb_rows, local_dir, parquet_files
+from tests.functional.readers import (duckdb_rows, local_dir, parquet_files, polars_rows,
+                                      pyarrow_rows)
 
 QUIET = dict(log=lambda m: None)
 COLS = "id, day, user_id, session, city, amount, tag"
 
 
-def arrivals(spark, batch, rows=1500):
+def arrivals(spark, batch, rows=1500, days=2):
     """One arrival batch: sessions and users spread over everything, strings, nulls."""
     return spark.sql(f"""
         select cast({batch} * 100000 + i as bigint) as id,
-               date'2025-02-01' + cast(i % 2 as int) as day,
+               date'2025-02-01' + cast(i % {days} as int) as day,
                cast(pmod(hash(i, {batch}, 1), 500) as int) as user_id,
                cast(pmod(hash(i, {batch}, 2), 100000) as bigint) as session,
                case when i % 13 = 0 then null
@@ -391,3 +392,131 @@ def test_a_crash_at_any_step_of_compaction_loses_and_duplicates_nothing(spark, s
     assert duckdb_rows(local_dir(location), ["id", "tag"]) == expected
     assert all(len(files) == 1 for files in files_by_partition(spark, schema, "crashcp").values())
     assert not scheduled_plans(Timeline(fs, location))
+
+
+def _days_table(spark, schema, name):
+    """Six days of two small files each: compaction plans one group a day."""
+    table = TableRef(schema, name)
+    cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
+                        "target_file_size": 64_000, "small_file_limit": 0})
+    for b in range(2):
+        write_dataframe(spark, arrivals(spark, b, rows=600, days=6), table, cfg, **QUIET)
+    fs = HadoopFS(spark)
+    return table, fs.qualify(describe_table(spark, table).location)
+
+
+def _id_tags(rows):
+    return sorted(((r[0], r[6]) for r in rows), key=repr)
+
+
+def test_compaction_where_keeps_to_the_partitions_whose_values_it_selects(spark, schema):
+    table, location = _days_table(spark, schema, "scoped")
+    before = all_rows(spark, schema, "scoped")
+    logs = []
+    # with partitions, both must hold: of 02-01, 02-05 and 02-06 only the two from 02-04 on
+    result = run_compaction(spark, table, {"where": "day >= date'2025-02-04'"},
+                            partitions=["2025-02-01", "2025-02-05", "2025-02-06"],
+                            log=logs.append)
+    compacted = {p for p, f in files_by_partition(spark, schema, "scoped").items() if len(f) == 1}
+    assert compacted == {"day=2025-02-05", "day=2025-02-06"} and result.groups == 2
+    assert any("2 groups in 2 partitions (of 2 of the 6 partitions in scope)" in m for m in logs)
+    # dates compare as dates, not as directory text
+    run_compaction(spark, table, {"where": "day < '2025-02-03' or dayofmonth(day) = 4"}, **QUIET)
+    compacted = {p for p, f in files_by_partition(spark, schema, "scoped").items() if len(f) == 1}
+    assert compacted == {f"day=2025-02-0{d}" for d in (1, 2, 4, 5, 6)}
+    assert all_rows(spark, schema, "scoped") == before
+    assert duckdb_rows(local_dir(location), ["id", "tag"]) == _id_tags(before)
+
+
+def test_a_bad_where_writes_nothing_not_even_an_adoption(spark, schema):
+    spark.sql(f"CREATE TABLE {schema}.foreign (id bigint, tag string, day date) USING parquet "
+              f"PARTITIONED BY (day)")
+    arrivals(spark, 0, rows=50).select("id", "tag", "day").write.insertInto(f"{schema}.foreign")
+    table = TableRef(schema, "foreign")
+    fs = HadoopFS(spark)
+    location = fs.qualify(describe_table(spark, table).location)
+    for where, message in [("tag = 'b0'", "where: \"tag = 'b0'\" names `tag`, which is not a "
+                                          "partition column"),
+                           ("day >", "where: 'day >' is not a SQL condition Spark can parse")]:
+        with pytest.raises(ConfigError, match=message):
+            run_compaction(spark, table, {"where": where}, **QUIET)
+    with pytest.raises(ConfigError, match="partial_progress: expected true or false, got 'on'"):
+        run_compaction(spark, table, {"partial_progress": "on"}, **QUIET)
+    assert not fs.exists(Timeline(fs, location).meta_dir)  # no lock, no adoption
+
+
+def test_partial_progress_commits_batch_by_batch_and_readers_see_every_row(spark, schema):
+    table, location = _days_table(spark, schema, "batched")
+    before = all_rows(spark, schema, "batched")
+    # scheduled with partial progress: the plan keeps its batch size for whoever runs it
+    run_compaction(spark, table, {"partial_progress": True, "partial_progress_groups": 4},
+                   schedule_only=True, **QUIET)
+    logs = []
+    result = run_compaction(spark, table, {}, log=logs.append)
+    assert (result.groups, result.commits, result.files_replaced, result.files_written) == \
+        (6, 2, 12, 6)
+    assert "1 plan(s), 6 groups in 2 commits, files 12 -> 6, " in result.message
+    lines = [m for m in logs if m.startswith("compaction batch")]
+    assert [m.split(" KB")[0].rsplit(",", 1)[0] for m in lines] == [
+        "compaction batch 1/2: 4 groups, files 8 -> 4", "compaction batch 2/2: 2 groups, files 4 -> 2"]
+    fs = HadoopFS(spark)
+    timeline = Timeline(fs, location)
+    batches = timeline.completed(("replacecommit",))
+    assert [(i.operation, i.extra["strategy"]) for i in batches] == [("compact", "none")] * 2
+    assert batches[0].extra["plan"] == batches[1].extra["plan"] < batches[0].instant
+    assert [len(i.extra["plan_groups"].split(",")) for i in batches] == [4, 2]
+    assert not scheduled_plans(timeline) and not fs.list_dir(f"{timeline.meta_dir}/staging")
+    assert all(len(f) == 1 for f in files_by_partition(spark, schema, "batched").values())
+    assert all_rows(spark, schema, "batched") == before
+    directory = local_dir(location)
+    for read in (duckdb_rows, polars_rows, pyarrow_rows):
+        assert read(directory, ["id", "tag"]) == _id_tags(before), read.__name__
+    # sized_rollback undoes the last batch: its two days have their two files again
+    assert rollback_last_commit(spark, table, **QUIET) == batches[1].instant
+    files = files_by_partition(spark, schema, "batched")
+    assert sorted(len(f) for f in files.values()) == [1, 1, 1, 1, 2, 2]
+    assert all_rows(spark, schema, "batched") == before
+
+
+def _rel_files(directory):
+    return {os.path.relpath(p, directory) for p in parquet_files(directory)}
+
+
+# Three batches of two groups. "requested" is reached by the plan first, then by each batch;
+# batch 1 publishes 6 files (4 set aside, 2 moved in), so publish:8 is within batch 2.
+@pytest.mark.parametrize("point,batches_kept", [
+    ("clustering_staged:2", 1), ("requested:3", 1), ("inflight:2", 1), ("publish:8", 1),
+    ("published:2", 1), ("completed:2", 2), ("cleanup:3", 3)])
+def test_a_crash_in_a_compaction_with_partial_progress_keeps_its_finished_batches(
+        spark, schema, point, batches_kept, monkeypatch):
+    table, location = _days_table(spark, schema, "crashpp")
+    before = all_rows(spark, schema, "crashpp")
+    directory = local_dir(location)
+    monkeypatch.setenv("SIZED_SPARK_FAULT", point)
+    faults.reset()
+    with pytest.raises(faults.InjectedCrash):
+        run_compaction(spark, table, {"partial_progress": True, "partial_progress_groups": 2},
+                       **QUIET)
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    lock.forget_held_locks()  # as a dead process: its locks are held by no one
+    faults.reset()
+    recover_table(spark, table, **QUIET)
+    fs = HadoopFS(spark)
+    timeline = Timeline(fs, location)
+    # exactly the files of the last completed commit: the batches finished before the crash
+    assert _rel_files(directory) == set(timeline.file_index())
+    assert len(timeline.completed(("replacecommit",))) == batches_kept
+    assert duckdb_rows(directory, ["id", "tag"]) == _id_tags(before)
+    assert all_rows(spark, schema, "crashpp") == before
+    logs = []
+    run_compaction(spark, table, {}, log=logs.append)  # the rest of the plan, in its batches
+    assert batches_kept == 3 or any("were committed by an earlier run" in m for m in logs)
+    timeline = Timeline(fs, location)
+    groups = [g for i in timeline.completed(("replacecommit",))
+              for g in i.extra["plan_groups"].split(",")]
+    assert len(groups) == len(set(groups)) == 6   # every group committed once
+    assert not scheduled_plans(timeline)
+    assert all(len(f) == 1 for f in files_by_partition(spark, schema, "crashpp").values())
+    assert all_rows(spark, schema, "crashpp") == before
+    assert duckdb_rows(directory, ["id", "tag"]) == _id_tags(before)
+    assert _rel_files(directory) == set(timeline.file_index())

@@ -2,6 +2,8 @@
 (its files recorded as a first `adopt` instant) by the first incremental run or table
 service, which then goes on; a table of another format is refused before anything is
 written, naming its format and the way out; a crash while adopting loses nothing."""
+import os
+
 import pytest
 from pyspark.sql import functions as F
 
@@ -64,19 +66,55 @@ def test_a_foreign_parquet_table_is_adopted_and_compacted_in_place(spark, schema
     adopt, compact = timeline.completed()
     assert (adopt.operation, compact.operation) == ("adopt", "compact")
     assert sum(f.rows for f in adopt.added) == 1200 and len(adopt.added) == 12
+    assert not any(f.key_min or f.key_max for f in adopt.added)  # a service knows no key
     assert duckdb_rows(local_dir(location), ["id", "tag"]) == \
         sorted(((r[0], r[2]) for r in before), key=repr)
 
 
-def test_an_incremental_run_adopts_a_dbt_spark_table_and_goes_on(spark, schema):
+def _file_stats(location):
+    """{rel path: (rows, 'n:<min id>', 'n:<max id>')} of the table's files, read by pyarrow."""
+    import pyarrow.parquet as pq
+    directory = local_dir(location)
+    out = {}
+    for root, _dirs, names in os.walk(directory):
+        for n in names:
+            if not n.startswith((".", "_")):
+                ids = pq.read_table(os.path.join(root, n), columns=["id"]).column("id")
+                out[os.path.relpath(os.path.join(root, n), directory)] = (
+                    len(ids), f"n:{min(ids.to_pylist())}", f"n:{max(ids.to_pylist())}")
+    return out
+
+
+def _hive_names(location):
+    """Name the files as Hive does (000000_0, no .parquet): the footer helper lists *.parquet
+    only, so these are read by the Spark job."""
+    for root, _dirs, names in os.walk(local_dir(location)):
+        for k, n in enumerate(sorted(x for x in names if x.endswith(".parquet"))):
+            os.rename(os.path.join(root, n), os.path.join(root, f"{k:06d}_0"))
+
+
+@pytest.mark.parametrize("hive_names", [False, True])
+def test_an_incremental_run_adopts_a_dbt_spark_table_and_goes_on(spark, schema, hive_names):
     """A model's profile changed to sized_spark, its table kept: the first upsert records
-    the table's files and then updates and inserts as on any sized table."""
+    the table's files with their rows and key ranges (from the footers; files not named
+    *.parquet by one Spark job), tags the batch only against the files whose range may hold
+    its keys, and then updates and inserts as on any sized table."""
     table = _foreign_table(spark, schema, "from_dbt", "USING parquet")
-    cfg = parse_config({"partition_by": ["day"], "unique_key": "id", "target_file_size": 64_000})
+    location = _timeline(spark, table)[1]
+    if hive_names:
+        _hive_names(location)
+    stats = _file_stats(location)
+    assert len(stats) == 12 and all(p.endswith(".parquet") != hive_names for p in stats)
+    cfg = parse_config({"partition_by": ["day"], "unique_key": "ID", "target_file_size": 64_000})
     batch = _rows(spark, 1100, 200, "new")          # ids 1100-1199 exist: updated
     logs = []
     write_dataframe(spark, batch, table, cfg, log=logs.append)
-    assert any("adopting" in m for m in logs), logs
+    assert any("adopting" in m and "(1,200 rows, the id range of 12)" in m for m in logs), logs
+    # ids 1100-1299: only the last load's three files (ids 900-1199) may hold them
+    assert any("tagging incoming keys against 3 of 12 files" in m for m in logs), logs
+    timeline, _location = _timeline(spark, table)
+    adopt = timeline.completed()[0]
+    assert {f.path: (f.rows, f.key_min, f.key_max) for f in adopt.added} == stats
     expected = {i: (i, f"v{i % 7}", "old", f"2025-03-0{1 + i % 3}") for i in range(1200)}
     expected.update({i: (i, f"v{i % 7}", "new", f"2025-03-0{1 + i % 3}") for i in range(1100, 1300)})
     assert _table_rows(spark, schema, "from_dbt") == sorted(expected.values())
@@ -120,3 +158,20 @@ def test_a_crash_while_adopting_loses_nothing(spark, schema, point, monkeypatch)
     assert [i.operation for i in timeline.completed()] == ["adopt", "compact"]
     assert duckdb_rows(local_dir(location), ["id"]) == sorted(((r[0],) for r in before), key=repr)
     assert all(len(f) == 1 for f in files_by_partition(spark, schema, "crash_adopt").values())
+
+
+def test_adoption_registers_partitions_its_writer_left_out_of_the_metastore(spark, schema):
+    """A Spark job wrote a day's files into the table's directory without registering the
+    partition: adoption records its files and registers it, so Spark reads its rows too."""
+    table = _foreign_table(spark, schema, "unregistered", "USING parquet", loads=1)
+    location = _timeline(spark, table)[1]
+    _rows(spark, 5000, 40, "late").where("day = date'2025-03-01'").drop("day") \
+        .coalesce(1).write.parquet(f"{location}/day=2025-03-09")
+    assert spark.table(f"{schema}.unregistered").count() == 300   # not registered yet
+    logs = []
+    run_compaction(spark, table, {"target_file_size": "64KB"}, log=logs.append)
+    assert any("adopting" in m and "4 files" in m for m in logs), logs
+    parts = {r[0] for r in spark.sql(f"SHOW PARTITIONS {schema}.unregistered").collect()}
+    assert "day=2025-03-09" in parts and len(parts) == 4
+    assert spark.table(f"{schema}.unregistered").where("day = date'2025-03-09'").count() == \
+        len([i for i in range(5000, 5040) if i % 3 == 0])

@@ -324,3 +324,104 @@ def test_on_schema_change_fail_and_ignore(spark, schema, events):
     write_dataframe(spark, batch, table, cfg(on_schema_change="ignore"), **QUIET)
     assert "color" not in spark.table(f"{schema}.oscf").columns
     assert spark.table(f"{schema}.oscf").count() == base.count() + batch.count()
+
+
+def _people(spark, rows):
+    return spark.createDataFrame(rows, "id bigint, name string, score int, day date")
+
+
+@pytest.mark.parametrize("how", ["ride_along", "shuffled"])
+def test_merge_columns_keep_the_tables_values_of_the_other_columns(spark, schema, how):
+    """dbt's merge_exclude_columns / merge_update_columns: a matched row takes the batch's
+    values only where allowed, keeps the table's elsewhere (a kept partition column keeps
+    the row in its partition); a new row takes every value."""
+    import datetime
+    d1, d2 = datetime.date(2025, 1, 1), datetime.date(2025, 1, 2)
+    first = [(1, "ann", 10, d1), (2, "bob", 20, d1), (3, "cy", 30, d2)]
+    batch = [(1, "ANN", 11, d2), (2, "BOB", 21, d1), (4, "dee", 40, d2)]
+    limit = {"spark.sql.autoBroadcastJoinThreshold": "-1"} if how == "shuffled" else {}
+    for options, want in [
+        ({"merge_exclude_columns": ["name"]},
+         [(1, "ann", 11, d2), (2, "bob", 21, d1), (3, "cy", 30, d2), (4, "dee", 40, d2)]),
+        ({"merge_update_columns": ["score"]},
+         [(1, "ann", 11, d1), (2, "bob", 21, d1), (3, "cy", 30, d2), (4, "dee", 40, d2)]),
+    ]:
+        table = TableRef(schema, f"merge_{how}_{next(iter(options))}")
+        write_dataframe(spark, _people(spark, first), table, cfg(), **QUIET)
+        for k, v in limit.items():
+            spark.conf.set(k, v)
+        try:
+            write_dataframe(spark, _people(spark, batch), table, cfg(**options), **QUIET)
+        finally:
+            for k in limit:
+                spark.conf.unset(k)
+        got = sorted(tuple(r) for r in spark.table(f"{schema}.{table.identifier}")
+                     .select("id", "name", "score", "day").collect())
+        assert got == want, options
+
+
+def test_incremental_predicates_match_only_the_rows_they_hold(spark, schema):
+    """As dbt's merge: an incoming key whose row in the table fails the predicates is not
+    matched, so its old row stays and the incoming row is inserted beside it."""
+    import datetime
+    d1 = datetime.date(2025, 1, 1)
+    table = TableRef(schema, "preds")
+    write_dataframe(spark, _people(spark, [(1, "ann", 10, d1), (2, "bob", 20, d1)]), table,
+                    cfg(), **QUIET)
+    batch = _people(spark, [(1, "ANN", 11, d1), (2, "BOB", 21, d1), (3, "cy", 30, d1)])
+    write_dataframe(spark, batch, table,
+                    cfg(incremental_predicates=["DBT_INTERNAL_DEST.id != 2"]), **QUIET)
+    got = sorted(tuple(r) for r in spark.table(f"{schema}.preds").select("id", "name").collect())
+    assert got == [(1, "ANN"), (2, "BOB"), (2, "bob"), (3, "cy")]
+
+
+def test_bad_merge_options_fail_before_anything_is_written(spark, schema):
+    import datetime
+    table = TableRef(schema, "badmerge")
+    write_dataframe(spark, _people(spark, [(1, "ann", 10, datetime.date(2025, 1, 1))]), table,
+                    cfg(), **QUIET)
+    with pytest.raises(ConfigError, match="merge_exclude_columns: column.s. nope not found"):
+        write_dataframe(spark, _people(spark, [(1, "x", 1, datetime.date(2025, 1, 1))]), table,
+                        cfg(merge_exclude_columns=["nope"]), **QUIET)
+    with pytest.raises(ConfigError, match="given together with merge_exclude_columns"):
+        cfg(merge_update_columns=["name"], merge_exclude_columns=["score"])
+    for bad in ["id >", "no_such_column > 1"]:
+        with pytest.raises(ConfigError, match=f"incremental_predicates: '{bad}' is not a "
+                                              f"condition on the model's columns"):
+            write_dataframe(spark, _people(spark, [(1, "x", 1, datetime.date(2025, 1, 1))]),
+                            table, cfg(incremental_predicates=[bad]), **QUIET)
+    with pytest.raises(ConfigError, match="'microbatch' runs in dbt's batches"):
+        write_dataframe(spark, _people(spark, [(1, "x", 1, datetime.date(2025, 1, 1))]), table,
+                        cfg(incremental_strategy="microbatch", event_time="day"), **QUIET)
+    with pytest.raises(ConfigError, match="'merge' needs a unique_key"):
+        parse_config({"incremental_strategy": "merge"})
+    assert rows_of(spark, schema, "badmerge", "id, name") == [(1, "ann")]
+
+
+def _events_at(spark, rows):
+    return spark.createDataFrame(rows, "id bigint, ts timestamp, v string, day date")
+
+
+def test_a_microbatch_batch_replaces_exactly_the_rows_of_its_window(spark, schema):
+    """Each batch is a commit that removes the table's rows of its event-time window (also
+    those the new data no longer has) and inserts the batch's rows, packed into the
+    partitions' small files; rows outside the window are untouched."""
+    import datetime
+    ts = lambda d, h: datetime.datetime(2025, 1, d, h)  # noqa: E731
+    table = TableRef(schema, "mb")
+    base = {"partition_by": ["day"], "target_file_size": TARGET, "small_file_limit": 12_000,
+            "incremental_strategy": "microbatch", "event_time": "ts"}
+    day = lambda d: datetime.date(2025, 1, d)  # noqa: E731
+    first = [(1, ts(1, 1), "a", day(1)), (2, ts(1, 23), "b", day(1)), (3, ts(2, 1), "c", day(2)),
+             (4, ts(2, 5), "d", day(2)), (5, ts(3, 2), "e", day(3))]
+    write_dataframe(spark, _events_at(spark, first), table, parse_config(base), **QUIET)
+    # day 2 again: row 4 is gone from the source, row 3 changed, row 6 is new
+    again = [(3, ts(2, 1), "C", day(2)), (6, ts(2, 9), "f", day(2))]
+    window = {"event_time_start": "2025-01-02 00:00:00+00:00",
+              "event_time_end": "2025-01-03 00:00:00+00:00"}
+    result = write_dataframe(spark, _events_at(spark, again), table,
+                             parse_config({**base, **window}), **QUIET)
+    got = sorted(tuple(r) for r in spark.table(f"{schema}.mb").select("id", "v").collect())
+    assert got == [(1, "a"), (2, "b"), (3, "C"), (5, "e"), (6, "f")]
+    assert (result.changes.inserted, result.changes.deleted) == (2, 2)
+    assert [len(f) for f in files_by_partition(spark, schema, "mb").values()] == [1, 1, 1]

@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from python_adapter.core.compaction import partition_filter, plan_compaction
+from python_adapter.core.compaction import pack_outputs, partition_filter, plan_compaction
 from python_adapter.core.config import compact_options
 from python_adapter.errors import ConfigError
 
@@ -83,3 +83,41 @@ def test_a_file_both_oversized_and_below_the_limit_is_split_once():
     opts = compact_options(target_file_size=64 * KB, small_file_limit=300 * KB)
     plan = plan_compaction({"day=1": _files("day=1", 200, 20)}, opts)
     assert sorted((len(g.files), g.output_files) for g in plan) == [(1, 4)]
+
+
+def test_partial_progress_commits_every_few_groups():
+    assert compact_options(64 * KB).partial_progress_groups is None   # one commit per plan
+    assert compact_options(64 * KB, partial_progress=True).partial_progress_groups == 10
+    assert compact_options(64 * KB, partial_progress="true",
+                           partial_progress_groups="3").partial_progress_groups == 3
+    assert compact_options(64 * KB, partial_progress=False).partial_progress_groups is None
+
+
+@pytest.mark.parametrize("given,message", [
+    ({"partial_progress": "yes"}, "partial_progress: expected true or false, got 'yes'"),
+    ({"partial_progress": True, "partial_progress_groups": 0},
+     "partial_progress_groups: must be > 0, got 0"),
+    ({"partial_progress_groups": 5},
+     "partial_progress_groups: 5 given, but partial_progress is not true")])
+def test_bad_partial_progress_names_the_key_and_the_value(given, message):
+    with pytest.raises(ConfigError, match=message):
+        compact_options(64 * KB, **given)
+
+
+@pytest.mark.parametrize("parallelism", [1, 4, 50])
+def test_output_files_are_packed_into_tasks_never_two_of_a_partition_in_one(parallelism):
+    groups = [(f"g{i}", f"day={i % 7}", 1 + i % 3) for i in range(40)]  # 7 days
+    total = sum(n for _g, _p, n in groups)
+    tasks, first = pack_outputs(groups, parallelism)
+    per_day = {}
+    for gid, part, n in groups:
+        per_day[part] = per_day.get(part, 0) + n
+    assert tasks == max(max(per_day.values()), min(total, parallelism))
+    held = {}
+    for gid, part, n in groups:
+        for k in range(n):
+            task = (first[gid] + k) % tasks
+            assert (task, part) not in held, (gid, k, held.get((task, part)))
+            held[(task, part)] = gid
+    assert len(held) == total and {t for t, _ in held} == set(range(tasks))
+    assert pack_outputs([], parallelism) == (1, {})

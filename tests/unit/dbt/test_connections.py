@@ -42,7 +42,8 @@ def test_remote_methods_fail_with_a_message_naming_method_session(method, monkey
     assert ("sized_incremental model analytics.events needs `method: session`, "
             f"but this profile uses `method: {method}`.") in message
     # which strategies need the session: all of them
-    assert ("Every sized_incremental strategy (full build, upsert, insert, insert_overwrite) "
+    assert ("Every sized_incremental strategy (full build, upsert, insert, insert_overwrite, "
+            "microbatch) "
             "and the sized_* operations") in message
     # and what works over this method
     assert ("one of dbt-spark's own materializations (view, table, incremental), which work "

@@ -1,0 +1,50 @@
+{#-- The one implementation of a sized write, shared by `sized_incremental` and, for the
+     models sized_takes_model accepts, dbt's own `incremental` and `table`: the engine plans
+     and writes the model's rows in files of target_file_size (python_adapter.spark.writer);
+     this macro only wires dbt's lifecycle. always_full: every run replaces the table (dbt's
+     `table`). In a microbatch batch, the batch's window goes to the engine, which replaces
+     exactly that window's rows. --#}
+{% macro sized_materialize(always_full=false) %}
+  {#-- first: over thrift / http / odbc the model fails here, before any hook or SQL runs --#}
+  {%- do adapter.sized_require_session(config.get('materialized') ~ ' model ' ~ this.schema ~ '.' ~ this.identifier) -%}
+  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set existing_relation = load_cached_relation(this) -%}
+  {%- set full_refresh = always_full or should_full_refresh() or existing_relation is none -%}
+  {%- set grant_config = config.get('grants') -%}
+
+  {{ run_hooks(pre_hooks) }}
+
+  {#-- an enforced contract: checked here and by the engine, before anything is written --#}
+  {%- set contracted = sized_contract(compiled_code) -%}
+  {%- set write_config = contracted['config'] -%}
+  {%- if model.batch and not full_refresh -%}
+    {%- do write_config.update({'event_time_start': model.batch.event_time_start | string,
+                                'event_time_end': model.batch.event_time_end | string}) -%}
+  {%- endif -%}
+  {%- set result = adapter.sized_write(target_relation, contracted['sql'], write_config,
+                                       full_refresh) -%}
+
+  {%- call noop_statement('main', result['message'], 'OK', result['rows_changed']) -%}
+    -- {{ result['message'] }}
+  {%- endcall -%}
+
+  {% set should_revoke = should_revoke(existing_relation, full_refresh_mode=full_refresh) %}
+  {% do apply_grants(target_relation, grant_config, should_revoke) %}
+  {% do persist_docs(target_relation, model) %}
+
+  {{ run_hooks(post_hooks) }}
+
+  {{ return({'relations': [target_relation]}) }}
+{% endmacro %}
+
+
+{#-- Whether dbt's `incremental` / `table` of this model goes to the sized engine: a SQL
+     model of Parquet (file_format unset, dbt-spark's default, or parquet), not opted out
+     with `sized: false`, on a profile whose method is session. --#}
+{% macro sized_takes_model() %}
+  {%- set file_format = config.get('file_format') -%}
+  {{ return(model.language == 'sql'
+            and config.get('sized', true) not in [false, 'false', 'False']
+            and (file_format is none or (file_format | lower) == 'parquet')
+            and adapter.sized_session_method()) }}
+{% endmacro %}

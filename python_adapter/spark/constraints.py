@@ -1,0 +1,41 @@
+"""The contract's not_null columns, checked on the new rows by an aggregation the write
+already runs (the per-partition count of full builds, the tag statistics of upserts and
+inserts): each adds one null count per column (core/constraints.py raises)."""
+from typing import Iterable, List, Sequence
+
+from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import functions as F
+
+from python_adapter.core.constraints import check_not_null
+
+
+def _name(i: int) -> str:
+    return f"__sized_null{i}"
+
+
+def null_counts(columns: Sequence[str]) -> List[Column]:
+    """One aggregate per column: how many rows hold null in it."""
+    return [F.sum(F.when(F.col(c).isNull(), 1).otherwise(0)).alias(_name(i))
+            for i, c in enumerate(columns)]
+
+
+def null_count_names(columns: Sequence[str]) -> List[str]:
+    """The names null_counts gives its aggregates, to carry them through a projection."""
+    return [_name(i) for i in range(len(columns))]
+
+
+def check_null_counts(columns: Sequence[str], rows: Iterable[Row]) -> None:
+    """Sum null_counts over the aggregation's rows (groups) and fail naming the columns that
+    hold nulls (ConstraintError)."""
+    totals = {c: 0 for c in columns}
+    for row in rows:
+        for i, c in enumerate(columns):
+            totals[c] += row[_name(i)] or 0
+    check_not_null(totals)
+
+
+def check_not_null_rows(df: DataFrame, columns: Sequence[str]) -> None:
+    """One aggregation of its own, for a write that makes none (distribution none, or a
+    static file_count with range)."""
+    if columns:
+        check_null_counts(columns, [df.agg(*null_counts(columns)).first()])
