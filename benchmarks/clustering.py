@@ -31,7 +31,7 @@ from benchmarks.lib import DEFAULT_OUT  # noqa: E402
 from benchmarks.lib.data import SCHEMA, SEED  # noqa: E402
 from benchmarks.lib.report import (Run, command_line, engine_state, finish_run,  # noqa: E402
                                    md_bullets, md_header, md_table, print_notes,
-                                   print_section, run_benchmark, start_run, text_table)
+                                   print_section, run_benchmark, start_run, text_table, say)
 from benchmarks.lib.session import conf_set, start_spark  # noqa: E402
 from benchmarks.lib.tables import save_table  # noqa: E402
 from python_adapter.api import (TableRef, cluster, layout, parse_config,  # noqa: E402
@@ -56,10 +56,6 @@ GOAL_FILES_RATIO = 3.0     # user_id point query: zorder / hilbert scan 3x fewer
 def main(argv=None):
     """Parse the arguments, write, cluster and query the table, report."""
     return run_benchmark(argv, parse_args, run, report)
-
-
-def say(message):
-    print(message, flush=True)
 
 
 # ----------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ from benchmarks.lib import DEFAULT_OUT  # noqa: E402
 from benchmarks.lib.data import COLS, SCHEMA, SOURCE, SOURCE_VIEW, START  # noqa: E402
 from benchmarks.lib.report import (command_line, engine_state, finish_run,  # noqa: E402
                                    md_bullets, md_header, md_table, print_section,
-                                   run_benchmark, start_run)
+                                   run_benchmark, start_run, say)
 from benchmarks.lib.session import conf_set, start_spark  # noqa: E402
 from benchmarks.lib.tables import (copy_files, create_plain_table,  # noqa: E402
                                    insert_overwrite_sql, listing, materialize_source,
@@ -93,10 +93,6 @@ def parse_args(argv):
     ap.add_argument("--out", default=DEFAULT_OUT, help="output directory")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     return ap.parse_args(argv)
-
-
-def say(message):
-    print(message, flush=True)
 
 
 def _config(target, strategy, **extra):

@@ -36,7 +36,7 @@ if REPO not in sys.path:
 from benchmarks.lib import DEFAULT_OUT  # noqa: E402
 from benchmarks.lib.report import (command_line, engine_state, finish_run,  # noqa: E402
                                    md_bullets, md_header, md_table, print_section,
-                                   run_benchmark, start_run)
+                                   run_benchmark, start_run, say)
 from benchmarks.lib.session import start_spark  # noqa: E402
 from python_adapter.api import TableRef, parse_config, write_dataframe  # noqa: E402
 from python_adapter.spark.catalog import SparkCatalog  # noqa: E402
@@ -67,10 +67,6 @@ def parse_args(argv):
     ap.add_argument("--out", default=DEFAULT_OUT, help="output directory")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     return ap.parse_args(argv)
-
-
-def say(message):
-    print(message, flush=True)
 
 
 def _config(retain_hours):

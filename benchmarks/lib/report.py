@@ -28,6 +28,11 @@ class Run(NamedTuple):
         return os.path.join(self.out, name)
 
 
+def say(message):
+    """A progress line, printed at once (a benchmark's output is often piped)."""
+    print(message, flush=True)
+
+
 def start_run(out, prefix):
     """The output directory (created) and a new work directory `<out>/<prefix>XXXX/` in it."""
     out = os.path.abspath(out)

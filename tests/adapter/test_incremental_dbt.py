@@ -20,7 +20,7 @@ from dbt.tests.adapter.incremental.test_incremental_on_schema_change import (
 from dbt.tests.adapter.incremental.test_incremental_predicates import BaseIncrementalPredicates
 from dbt.tests.adapter.incremental.test_incremental_unique_id import BaseIncrementalUniqueKey
 from dbt.tests.util import run_dbt
-from tests.adapter.test_incremental_sized import (BAD_KEY_SKIP, SEED_CSV,
+from tests.adapter.test_incremental_sized import (SkipsBaseBadKeyTests, SEED_CSV,
                                                   SEEDS_ADD_NEW_ROWS_SQL,
                                                   SEEDS_DUPLICATE_INSERT_SQL, expected_model)
 
@@ -48,7 +48,8 @@ def _operations(project, name):
     return out
 
 
-class TestIncrementalUniqueKeyOnDbtIncremental(BaseIncrementalUniqueKey):
+class TestIncrementalUniqueKeyOnDbtIncremental(SkipsBaseBadKeyTests,
+                                               BaseIncrementalUniqueKey):
     """unique_key without a strategy: an upsert (dbt's merge)."""
 
     @pytest.fixture(scope="class")
@@ -65,13 +66,6 @@ class TestIncrementalUniqueKeyOnDbtIncremental(BaseIncrementalUniqueKey):
                 uk.models__expected__unique_key_list__inplace_overwrite_sql)}
         return models
 
-    @pytest.mark.skip(reason=BAD_KEY_SKIP)
-    def test__bad_unique_key(self, project):
-        pass
-
-    @pytest.mark.skip(reason=BAD_KEY_SKIP)
-    def test__bad_unique_key_list(self, project):
-        pass
 
 
 class TestIncrementalOnSchemaChangeOnDbtIncremental(BaseIncrementalOnSchemaChange):
