@@ -116,9 +116,10 @@ def _timeline_read_ms(fs, location):
 
 def _shape(fs, location):
     timeline = Timeline(fs, location)
-    archive = fs.list_dir(timeline.archive_dir)
+    archive = fs.list_dir(timeline.archive_dir) + fs.list_dir(timeline.history_dir)
     checkpoint = sum(st.size for st in archive if st.name.startswith("checkpoint-"))
-    return len(fs.list_dir(timeline.dir)), len(archive), checkpoint / 1000
+    return len(fs.list_dir(timeline.dir)), sum(not st.is_dir for st in archive), \
+        checkpoint / 1000
 
 
 def run(args):

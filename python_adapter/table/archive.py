@@ -90,7 +90,7 @@ def archive(fs: HadoopFS, timeline: Timeline, retention: Retention, now_ms: int,
         return 0
     chosen = [active[i] for i in due]
     sequence = (cp.sequence if cp is not None else 0) + 1
-    _write_whole(fs, f"{timeline.archive_dir}/{archive_name('history', sequence)}",
+    _write_whole(fs, f"{timeline.history_dir}/{archive_name('history', sequence)}",
                  encode_many(chosen))
     fault_point("archive_history")
     files = replay(cp.files if cp is not None else (), chosen)
@@ -110,18 +110,23 @@ def archive(fs: HadoopFS, timeline: Timeline, retention: Retention, now_ms: int,
 
 
 def tidy(fs: HadoopFS, timeline: Timeline) -> None:
-    """Remove what an interrupted archival left: temporary files, history files of an
-    archival whose checkpoint was never written, checkpoints older than the newest, and
-    instant files the newest checkpoint holds."""
+    """Remove what an interrupted archival left: temporary files, the history file of an
+    archival whose checkpoint was never written (only the next sequence can be one: each
+    archival writes the one after the newest checkpoint's), checkpoints older than the
+    newest, and instant files the newest checkpoint holds."""
     cp = timeline.checkpoint()
     newest = cp.sequence if cp is not None else 0
     for st in timeline.archive_listing():
         parsed = archive_file(st.name)
-        stale = parsed is None or (parsed[0] == "checkpoint" and parsed[1] < newest) or \
-            (parsed[0] == "history" and parsed[1] > newest)
+        stale = not (st.is_dir and st.name == "history") and (
+            parsed is None or (parsed[0] == "checkpoint" and parsed[1] < newest))
         if stale:
             fs.delete(st.path)
             timeline.forget_archive()
+    unfinished = f"{timeline.history_dir}/{archive_name('history', newest + 1)}"
+    for path in (unfinished, f"{unfinished}.tmp"):
+        if fs.exists(path):
+            fs.delete(path)
     if cp is not None:
         held = cp.archived_ids
         if any(st.name.split(".")[0] in held for st in timeline.listing()):

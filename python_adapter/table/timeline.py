@@ -430,6 +430,12 @@ class Timeline:
     def archive_dir(self) -> str:
         return f"{self.meta_dir}/archive"
 
+    @property
+    def history_dir(self) -> str:
+        """The history files, apart from the checkpoint: a write lists the archive directory
+        to find the newest checkpoint, and that listing must not grow with the history."""
+        return f"{self.archive_dir}/history"
+
     def archive_listing(self) -> List[FileStatus]:
         if self._archive_listing is None or not self._hold:
             self._archive_listing = self.fs.list_dir(self.archive_dir)
@@ -457,7 +463,7 @@ class Timeline:
         cp = self.checkpoint()
         archived = cp.archived_ids if cp is not None else set()
         full = {}
-        for st in self.archive_listing():
+        for st in self.fs.list_dir(self.history_dir) if cp is not None else ():
             parsed = archive_file(st.name)
             if parsed and parsed[0] == "history":
                 for inst in decode_many(self.fs.read_bytes(st.path), st.name):

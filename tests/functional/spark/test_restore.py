@@ -147,6 +147,10 @@ def test_old_instants_are_archived_and_the_table_reads_the_same(spark, schema):
     assert len(fs.list_dir(timeline.dir)) == len(timeline.active()) == 12 - ARCHIVE_BATCH
     history = timeline.history()
     assert len(history) == 12 and all(i.added for i in history)
+    # the listing a write makes to find the checkpoint: the checkpoint and the history's
+    # directory, however many archivals there were
+    assert [st.name for st in fs.list_dir(timeline.archive_dir)] == \
+        ["checkpoint-00000001.avro", "history"]
     # the index a write reads (checkpoint + active instants) is the whole history replayed
     assert timeline.file_index() == replay((), history)
     assert [r[0] for r in timeline_rows(spark, table)] == [i.instant for i in history]
@@ -182,7 +186,10 @@ def test_a_crash_while_cleaning_or_archiving_loses_nothing(spark, schema, monkey
     assert after == sorted(expected + [(i, "v3") for i in range(60, 70)])
     fs, timeline = _timeline(spark, table)
     assert len(timeline.history()) == 4 and timeline.checkpoint() is not None
-    assert not [st for st in fs.list_dir(timeline.archive_dir) if st.name.endswith(".tmp")]
+    leftovers = fs.list_dir(timeline.archive_dir) + fs.list_dir(timeline.history_dir)
+    assert not [st for st in leftovers if st.name.endswith(".tmp")]
+    assert [st.name for st in fs.list_dir(timeline.history_dir)] == \
+        [f"history-{n:08d}.avro" for n in range(1, timeline.checkpoint().sequence + 1)]
 
 
 def test_clean_applies_a_retention_now_removes_leftovers_and_keeps_unrecorded_data(spark,
