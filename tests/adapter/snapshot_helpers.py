@@ -75,8 +75,10 @@ def spark_run_sql(run_sql, schema):
                 sets = re.split(r",\s*(?=\w+\s*=)", update.group(2))
                 changes = {k.strip(): v.strip() for k, v in (s.split("=", 1) for s in sets)}
                 rewrite_table(update.group(1), changes, update.group(3))
+                run_sql(f"refresh table {update.group(1)}")  # dbt's session's cached listing
             elif delete:
                 rewrite_table(delete.group(1), None, delete.group(2))
+                run_sql(f"refresh table {delete.group(1)}")
             else:
                 result = run_sql(statement, fetch=fetch)
         return result
