@@ -37,6 +37,10 @@
   {%- set columns = config.get('snapshot_table_column_names') or get_snapshot_table_column_names() -%}
   {%- if target_relation_exists -%}
     {{ adapter.assert_valid_snapshot_target_given_strategy(target_relation, columns, strategy) }}
+    {#-- the staging SQL reads the table: a run that crashed must be rolled back before Spark
+         lists the table's files for it, not only under the write's lock, or the rows
+         would be read from a half-published file list --#}
+    {%- do adapter.sized_recover(target_relation) -%}
     {%- set write_sql = sized_snapshot_changes_sql(strategy, target_relation, columns) -%}
   {%- else -%}
     {%- set write_sql = build_snapshot_table(strategy, model['compiled_code']) -%}
