@@ -76,19 +76,21 @@ def source_sql(args, day):
                from (select id, {last} as v from range(1, {args.rows} + 1))"""
 
 
-def first_build_sql(args):
-    """dbt's build_snapshot_table."""
+def first_build_sql(source):
+    """dbt's build_snapshot_table for the timestamp strategy (unique_key id, updated_at)
+    over the source's SQL. tests/functional/spark/test_snapshot_upsert.py uses it too."""
     return f"""select *, md5(concat(coalesce(cast(id as string), ''), '|',
                                   coalesce(cast(updated_at as string), ''))) as dbt_scd_id,
                       updated_at as dbt_updated_at, updated_at as dbt_valid_from,
                       cast(null as timestamp) as dbt_valid_to
-               from ({source_sql(args, 1)})"""
+               from ({source})"""
 
 
-def staging_sql(args, table, day):
-    """dbt's snapshot_staging_table: insertions (new versions) and updates (current rows
-    to close, keeping their dbt_scd_id), without dbt's helper columns."""
-    return f"""with src as ({source_sql(args, day)}),
+def staging_sql(source, table):
+    """dbt's snapshot_staging_table for the same strategy: insertions (new versions) and
+    updates (current rows to close, keeping their dbt_scd_id), without dbt's helper
+    columns."""
+    return f"""with src as ({source}),
         cur as (select id, dbt_scd_id, dbt_valid_from from {table} where dbt_valid_to is null)
         select s.*, md5(concat(coalesce(cast(s.id as string), ''), '|',
                                coalesce(cast(s.updated_at as string), ''))) as dbt_scd_id,
@@ -106,7 +108,8 @@ def staging_sql(args, table, day):
 # ----------------------------------------------------------------------------------------
 def run_ours(spark, args, cfg, day):
     table = TableRef(SCHEMA, TABLES[OURS])
-    sql = first_build_sql(args) if day == 1 else staging_sql(args, f"{SCHEMA}.{TABLES[OURS]}", day)
+    source = source_sql(args, day)
+    sql = first_build_sql(source) if day == 1 else staging_sql(source, f"{SCHEMA}.{TABLES[OURS]}")
     write_dataframe(spark, spark.sql(sql), table, cfg, full_refresh=day == 1, log=lambda m: None)
 
 
@@ -115,9 +118,9 @@ def run_rebuild(spark, args, day):
     the new versions. Checkpointed first: Spark will not overwrite a table it reads."""
     name = f"{SCHEMA}.{TABLES[REBUILD]}"
     if day == 1:
-        spark.sql(f"create table {name} using parquet as {first_build_sql(args)}")
+        spark.sql(f"create table {name} using parquet as {first_build_sql(source_sql(args, 1))}")
         return
-    staged = spark.sql(staging_sql(args, name, day))
+    staged = spark.sql(staging_sql(source_sql(args, day), name))
     closed = staged.where("dbt_valid_to is not null").selectExpr(
         "dbt_scd_id", "dbt_valid_to as closed_at")
     old = spark.table(name)

@@ -6,6 +6,8 @@ run: each key's history exact, no version lost or doubled; only files holding cl
 versions (and small files topped up with new ones) are rewritten."""
 import pytest
 
+# dbt's snapshot SQL for the timestamp strategy, one copy: the benchmark's
+from benchmarks.snapshot import first_build_sql, staging_sql
 from python_adapter.core.config import parse_config
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import TableRef, describe_table
@@ -35,37 +37,16 @@ def _source(day, keys=KEYS, every=7):
                from range(1, {keys} + 1)"""
 
 
-def _first_build(day, **source):
-    return f"""select *, md5(concat(id, '|', updated_at)) as dbt_scd_id,
-                      updated_at as dbt_updated_at, updated_at as dbt_valid_from,
-                      cast(null as timestamp) as dbt_valid_to
-               from ({_source(day, **source)})"""
-
-
-def _staging(table, day, **source):
-    """dbt's snapshot_staging_table for the timestamp strategy, its helper columns left out."""
-    return f"""with src as ({_source(day, **source)}),
-        cur as (select * from {table} where dbt_valid_to is null)
-        select s.*, md5(concat(s.id, '|', s.updated_at)) as dbt_scd_id,
-               s.updated_at as dbt_updated_at, s.updated_at as dbt_valid_from,
-               cast(null as timestamp) as dbt_valid_to
-        from src s left join cur c on s.id = c.id
-        where c.id is null or c.dbt_valid_from < s.updated_at
-        union all
-        select s.*, c.dbt_scd_id, s.updated_at, s.updated_at, s.updated_at
-        from src s join cur c on s.id = c.id where c.dbt_valid_from < s.updated_at"""
-
-
 def _run(spark, table, day, **source):
     """One snapshot run as the materialization makes it."""
     name = f"{table.schema}.{table.identifier}"
     if describe_table(spark, table) is None:
-        return write_dataframe(spark, spark.sql(_first_build(day, **source)), table, _cfg(),
-                               full_refresh=True, **QUIET)
+        return write_dataframe(spark, spark.sql(first_build_sql(_source(day, **source))),
+                               table, _cfg(), full_refresh=True, **QUIET)
     recover_table(spark, table, **QUIET)
     spark.catalog.refreshTable(name)
-    return write_dataframe(spark, spark.sql(_staging(name, day, **source)), table, _cfg(),
-                           **QUIET)
+    return write_dataframe(spark, spark.sql(staging_sql(_source(day, **source), name)), table,
+                           _cfg(), **QUIET)
 
 
 def _histories(spark, table):
