@@ -96,10 +96,11 @@ class TestSnapshotNewRecordDbtValidToCurrentSized(BaseSnapshotNewRecordDbtValidT
             (2, "False", True, "Arthur")], rows
 
 
-def _source_sql(schema, changed=(), new=(), extra_column=False):
+def _source_sql(schema, changed=(), new=(), extra_column=False, gone=()):
     """The `src` view the snapshots read: ids 1..20 at 2024-01-01, `changed` ids a day later
-    with a new name, `new` ids added; extra_column adds `tier` (a schema change)."""
-    ids = ", ".join(str(i) for i in [*range(1, 21), *new])
+    with a new name, `new` ids added, `gone` ids left out; extra_column adds `tier` (a
+    schema change)."""
+    ids = ", ".join(str(i) for i in [*range(1, 21), *new] if i not in gone)
     moved = ", ".join(str(i) for i in changed) or "null"
     tier = ", concat('t', id) as tier" if extra_column else ""
     return f"""create or replace view {schema}.src as
@@ -132,6 +133,14 @@ def _expected(changed=(), new=()):
 HISTORY_SQL = """
 {% snapshot history %}
 {{ config(strategy='timestamp', unique_key='id', updated_at='updated_at') }}
+select * from {{ target.schema }}.src
+{% endsnapshot %}
+"""
+
+INVALIDATED_SQL = """
+{% snapshot invalidated %}
+{{ config(strategy='timestamp', unique_key='id', updated_at='updated_at',
+          hard_deletes='invalidate') }}
 select * from {{ target.schema }}.src
 {% endsnapshot %}
 """
@@ -173,7 +182,8 @@ class TestSnapshotRunsSized:
 
     @pytest.fixture(scope="class")
     def snapshots(self):
-        return {"history.sql": HISTORY_SQL, "opted_out.sql": OPTED_OUT_SQL,
+        return {"history.sql": HISTORY_SQL, "invalidated.sql": INVALIDATED_SQL,
+                "opted_out.sql": OPTED_OUT_SQL,
                 "delta_snap.sql": DELTA_SQL, "bad_strategy.sql": BAD_STRATEGY_SQL,
                 "bad_key.sql": BAD_KEY_SQL}
 
@@ -201,6 +211,21 @@ class TestSnapshotRunsSized:
         # 6 and 7 changed: their new versions have the column; 1 and 8 did not change
         assert sorted(tuple(r) for r in tiers) == [(1, None), (6, "t6"), (7, "t7"), (8, None)]
         assert _operations(project, "history")[-2:] == ["upsert", "upsert"]
+
+    def test_hard_deletes_invalidate_closes_deleted_keys_once(self, project):
+        schema = project.test_schema
+        project.run_sql(_source_sql(schema))
+        run_dbt(["snapshot", "--select", "invalidated"])
+        project.run_sql(_source_sql(schema, gone=(19, 20)))
+        run_dbt(["snapshot", "--select", "invalidated"])
+        closed = _history(project, "invalidated")
+        assert [v[2] != "None" for v in closed[19] + closed[20]] == [True, True]
+        # back with the updated_at seen before: its dbt_scd_id exists, so, as dbt's MERGE
+        # does, no version is added and the old one is not reopened
+        project.run_sql(_source_sql(schema))
+        run_dbt(["snapshot", "--select", "invalidated"])
+        assert _history(project, "invalidated") == closed
+        assert _operations(project, "invalidated") == ["full_refresh", "upsert", "upsert"]
 
     def test_other_snapshots_go_to_dbt_spark(self, project):
         project.run_sql(_source_sql(project.test_schema))
