@@ -86,9 +86,10 @@ class SizedSparkAdapter(SparkAdapter):
 
     @available
     def sized_write(self, relation, compiled_code: str, model_config: Dict[str, Any],
-                    full_refresh: bool) -> Dict[str, Any]:
-        """Run the model's SQL and write it as a sized table; returns a summary for the log."""
-        name = f"sized_incremental model {relation.schema}.{relation.identifier}"
+                    full_refresh: bool, kind: str = "sized_incremental model") -> Dict[str, Any]:
+        """Run the model's SQL and write it as a sized table; returns a summary for the log.
+        kind: what errors call the node (a model, a snapshot)."""
+        name = f"{kind} {relation.schema}.{relation.identifier}"
         cfg = _engine_call(name, api.parse_config, dict(model_config))
         spark = self.connections.spark_session()
         result = _engine_call(name, api.write_model, spark, self._table_ref(relation, model_config),
