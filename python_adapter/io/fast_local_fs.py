@@ -10,7 +10,9 @@ Only a session whose driver runs the tasks itself (`local`, `local[N]`) gets it:
 a cluster would not have the jar, and a cluster's tables live on HDFS or S3 anyway. A profile
 that sets `spark.hadoop.fs.file.impl` keeps its own; without a JDK the session starts as
 before and `embedded_confs` says why. The same jar holds `StagedFiles`, which reads the
-footers of a write's staged files in the driver (python_adapter/footers.py).
+footers of a write's staged files in the driver (python_adapter/footers.py), and
+`PartitionRecords`, which builds the metastore's records of many partitions in one call
+(python_adapter/spark/metastore_stats.py).
 """
 import glob
 import hashlib
@@ -21,7 +23,7 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 FS_CLASS = "sizedspark.fs.NioLocalFileSystem"
 HELPER_CLASS = "sizedspark.fs.StagedFiles"
@@ -202,6 +204,11 @@ def jar_loaded(jvm: Any) -> bool:
     if id(jvm) not in _jar_in:
         _jar_in[id(jvm)] = _loadable(jvm, HELPER_CLASS)
     return _jar_in[id(jvm)]
+
+
+def encode_fields(fields: Sequence[str]) -> str:
+    """Text fields for a helper, each "<length in code points>:<text>" (Fields.parse)."""
+    return "".join(f"{len(text)}:{text}" for text in fields)
 
 
 def decode_fields(text: str, per_record: int) -> List[List[str]]:

@@ -2,14 +2,14 @@
 partitions (SparkCatalog: the table layer's CatalogSync)."""
 import re
 from dataclasses import dataclass
-from typing import Callable, Collection, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from python_adapter.core.partitions import parse_partition_path
 from python_adapter.errors import WriteError
-from python_adapter.io.fs import HadoopFS
+from python_adapter.spark.scala_records import case_copy
 from python_adapter.table.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
                                            PREVIOUS_TYPE, Instant)
 
@@ -157,8 +157,7 @@ def drop_definition(spark: SparkSession, table: TableRef) -> None:
 def set_table_type(spark: SparkSession, table: TableRef, external: bool) -> None:
     """Make a table EXTERNAL or MANAGED in the metastore, files untouched. Spark's SQL has no
     statement for it ('EXTERNAL' is a reserved property), so the catalog's own table record
-    is copied with the other type (CatalogTable.copy, its arguments found by reflection:
-    their number differs between Spark versions) and altered in the external catalog."""
+    is copied with the other type and altered in the external catalog."""
     jvm = spark._jvm
     catalog = spark._jsparkSession.sharedState().externalCatalog()
     current = catalog.getTable(table.schema, table.identifier)
@@ -166,10 +165,8 @@ def set_table_type(spark: SparkSession, table: TableRef, external: bool) -> None
     wanted = kinds.EXTERNAL() if external else kinds.MANAGED()
     if current.tableType().name() == wanted.name():
         return
-    copy = next(m for m in current.getClass().getMethods() if m.getName() == "copy")
-    args = [getattr(current, f"copy$default${i}")() for i in range(1, len(copy.getParameterTypes()) + 1)]
-    args[1] = wanted  # CatalogTable(identifier, tableType, storage, schema, ...)
-    catalog.alterTable(current.copy(*args))
+    # CatalogTable(identifier, tableType, storage, schema, ...)
+    catalog.alterTable(case_copy(current, {1: wanted}))
     spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
 
 
@@ -245,38 +242,6 @@ def partition_spec(rel_dir: str) -> Optional[str]:
     return "PARTITION (" + ", ".join(f"`{c}` = {sql_string(t)}" for c, t in pairs) + ")"
 
 
-def sync_changed_partitions(spark: SparkSession, fs: HadoopFS, location: str, table: TableRef,
-                            partitions: Iterable[str],
-                            registered: Collection[str] = frozenset(),
-                            filled: Collection[str] = frozenset()) -> None:
-    """Register the partitions (directories relative to the table) that now hold files and
-    drop those whose directory is gone: a write touches a few partitions, and listing all of
-    them (MSCK REPAIR) grows with the table. Falls back to MSCK when a partition is null.
-    registered: partitions that held files before the commit, so the metastore has them;
-    those still there need nothing (most partitions an upsert touches). filled: partitions
-    that just received a file, so exist without asking the filesystem."""
-    present, gone = [], []
-    for part in sorted(p for p in set(partitions) if p):
-        spec = partition_spec(part)
-        path = f"{location.rstrip('/')}/{part}"
-        exists = part in filled or fs.exists(path)
-        if exists and part in registered:
-            continue
-        if spec is None:
-            return sync_partitions(spark, table, partitioned=True)
-        if exists:
-            # The directory itself, not one derived again from the values: exact whatever
-            # escaping wrote it.
-            present.append(f"{spec} LOCATION {sql_string(path)}")
-        else:
-            gone.append(spec)
-    if present:
-        spark.sql(f"ALTER TABLE {table.quoted} ADD IF NOT EXISTS {' '.join(present)}")
-    if gone:
-        spark.sql(f"ALTER TABLE {table.quoted} DROP IF EXISTS {', '.join(gone)}")
-    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
-
-
 def restore_definitions(spark: SparkSession, table: TableRef, rolled_back: Sequence[Instant],
                         log: Callable[[str], None] = print) -> None:
     """After rolling back instants that (re)defined the table (a first build, or a full
@@ -296,21 +261,3 @@ def restore_definitions(spark: SparkSession, table: TableRef, rolled_back: Seque
             log(f"restored the definition of {table.quoted} from before {inst.instant}")
         else:
             log(f"dropped {table.quoted}, created by the unfinished {inst.instant}")
-
-
-class SparkCatalog:
-    """The CatalogSync of one table at one location in the session's metastore."""
-
-    def __init__(self, spark: SparkSession, fs: HadoopFS, table: TableRef, location: str,
-                 log: Callable[[str], None] = print) -> None:
-        self.spark, self.fs, self.table, self.location, self.log = spark, fs, table, location, log
-
-    def sync(self, changed: set, registered: set, filled: set) -> None:
-        sync_changed_partitions(self.spark, self.fs, self.location, self.table, changed,
-                                registered=registered, filled=filled)
-
-    def after_rollback(self, instants: Iterable[Instant]) -> None:
-        restore_definitions(self.spark, self.table, list(instants), self.log)
-        info = describe_table(self.spark, self.table)
-        if info is not None:
-            sync_partitions(self.spark, self.table, bool(info.partition_columns))

@@ -39,7 +39,8 @@ from python_adapter.core.routing import routing_keys
 from python_adapter.core.sizes import format_duration, format_size
 from python_adapter.errors import ConfigError, WriteError
 from python_adapter.io.fs import HadoopFS
-from python_adapter.spark.catalog import SparkCatalog, TableInfo, TableRef
+from python_adapter.spark.catalog import TableInfo, TableRef
+from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.curve_keys import with_curve_key
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.locking import locked_table, open_table

@@ -12,8 +12,9 @@ from pyspark.sql import SparkSession
 from python_adapter.core.sizes import format_count
 from python_adapter.errors import WriteError
 from python_adapter.io.fs import HadoopFS
-from python_adapter.spark.catalog import (SparkCatalog, TableInfo, TableRef, describe_table,
+from python_adapter.spark.catalog import (TableInfo, TableRef, describe_table,
                                           registered_partitions, require_parquet)
+from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.staging import table_file_stats
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.files import current_files, file_entry
@@ -49,7 +50,8 @@ def locked_locations(spark: SparkSession, table: TableRef, operation: str,
             proto.rolled_back = proto.recover()
             rolled += proto.rolled_back
         if rolled:
-            SparkCatalog(spark, fs, table, protos[0].location, log).after_rollback(rolled)
+            SparkCatalog(spark, fs, table, protos[0].location, log).after_rollback(
+                rolled, protos[0].timeline.file_index())
         yield protos
     except Exception:  # not an InjectedCrash: a crash keeps its locks, as a dead process does
         for proto in held:

@@ -15,7 +15,8 @@ from urllib.parse import unquote
 from pyspark.sql import SparkSession
 
 from python_adapter.core.sizes import format_count
-from python_adapter.spark.catalog import SparkCatalog, TableRef
+from python_adapter.spark.catalog import TableRef
+from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.locking import locked_table
 from python_adapter.spark.table_files import rows_per_file, unreadable_file
 from python_adapter.table.files import current_files, damaged_files, file_entry

@@ -13,7 +13,8 @@ from pyspark.sql import SparkSession
 
 from python_adapter.core.retention import restorable
 from python_adapter.errors import ConfigError, WriteError
-from python_adapter.spark.catalog import SparkCatalog, TableRef
+from python_adapter.spark.catalog import TableRef
+from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.locking import locked_table
 from python_adapter.table.archive import done_of
 from python_adapter.table.files import current_files

@@ -7,7 +7,8 @@ from pyspark.sql import SparkSession
 
 from python_adapter.errors import WriteError
 from python_adapter.io.fs import HadoopFS
-from python_adapter.spark.catalog import SparkCatalog, TableRef, describe_table, table_location
+from python_adapter.spark.catalog import TableRef, describe_table, table_location
+from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.locking import locked_locations, locked_table
 from python_adapter.table.files import current_files
 from python_adapter.table.timeline import ARCHIVED, PREVIOUS_DDL

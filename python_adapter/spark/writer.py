@@ -16,9 +16,10 @@ from python_adapter.core.planning import plan_partitions, plan_static
 from python_adapter.core.sizes import format_size
 from python_adapter.errors import ConfigError, LockError, WriteError
 from python_adapter.io.fs import HadoopFS
-from python_adapter.spark.catalog import (SparkCatalog, TableInfo, TableRef, create_table,
-                                          describe_table, drop_definition, show_create,
-                                          require_parquet, table_location)
+from python_adapter.spark.catalog import (TableInfo, TableRef, create_table, describe_table,
+                                          drop_definition, show_create, require_parquet,
+                                          table_location)
+from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.distribution import distribute, matched_by_value
 from python_adapter.spark.job import (Progress, RowChanges, Staged, WriteJob, WriteResult,
                                       resolve_names, worth_caching)

@@ -97,6 +97,8 @@ class CommitProtocol:
             final = self.final_path(entry.path)
             if self.fs.exists(entry.moved_path) and not self.fs.exists(final):
                 self.fs.rename(entry.moved_path, final)
+        # A partition the instant created is left without files: no directory, as before it.
+        self._drop_empty_partition_dirs(removed=instant.added, added=instant.removed)
 
     # -- the write steps -----------------------------------------------------------------
     def request(self, operation: str, partition_columns: Iterable[str], action: str = "commit",

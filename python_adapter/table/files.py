@@ -4,7 +4,8 @@ A file is known by its path relative to the table; the timeline's completed inst
 which files the table holds (`Timeline.file_index`). Hidden paths are never data.
 """
 import os
-from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from python_adapter.core.sizes import format_count
 from python_adapter.errors import DamagedTableError
@@ -23,6 +24,33 @@ def file_entry(partition: str, rel_path: str, rows: int, size: int, staged_path:
 def partitions_of(*entry_lists: Iterable[FileEntry]) -> set:
     """The partition directories of some FileEntry lists (adds and removes of a commit)."""
     return {e.partition for entries in entry_lists for e in entries}
+
+
+@dataclass(frozen=True)
+class FileStats:
+    """What the metastore's statistics say of a partition or a table (numFiles, totalSize,
+    numRows), from the files the timeline records: rows None when a file's are unknown."""
+    files: int
+    bytes: int
+    rows: Optional[int]
+
+
+def file_stats(entries: Iterable[FileEntry]) -> FileStats:
+    entries = list(entries)
+    rows = None if any(e.rows < 0 for e in entries) else sum(e.rows for e in entries)
+    return FileStats(len(entries), sum(e.bytes for e in entries), rows)
+
+
+def partition_stats(index: Mapping[str, FileEntry], partitions: Iterable[str]
+                    ) -> Dict[str, FileStats]:
+    """FileStats of each of `partitions` that holds files in `index` ({rel path:
+    FileEntry}, a table's files); a partition without files has none."""
+    wanted = set(partitions)
+    grouped: Dict[str, List[FileEntry]] = {}
+    for entry in index.values():
+        if entry.partition in wanted:
+            grouped.setdefault(entry.partition, []).append(entry)
+    return {part: file_stats(entries) for part, entries in grouped.items()}
 
 
 def current_files(fs: HadoopFS, location: str, timeline: Optional[Timeline] = None,

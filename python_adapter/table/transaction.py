@@ -15,25 +15,47 @@ anywhere rolls the instant back at once and lets the catalog put itself back; an
 InjectedCrash (a simulated kill) passes through untouched, as a real crash leaves things
 for the next writer's recovery.
 """
-from typing import Callable, Iterable, Optional, Protocol
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, Mapping, Optional, Protocol
 
 from python_adapter.errors import LockLostError
 from python_adapter.table.commit import CommitProtocol
-from python_adapter.table.files import partitions_of
-from python_adapter.table.timeline import FileEntry, Instant
+from python_adapter.table.faults import fault_point
+from python_adapter.table.files import FileStats, file_stats, partition_stats, partitions_of
+from python_adapter.table.timeline import FileEntry, Instant, replay
+
+
+@dataclass(frozen=True)
+class CatalogChange:
+    """What a commit changed, as the catalog needs it: the partitions it touched (those
+    that hold files now are registered, the others dropped), and the statistics of those
+    partitions and of the whole table after it, from the files the timeline records."""
+    changed: set            # partition directories the commit added or removed files in
+    registered: set         # partitions known to be registered before the commit
+    filled: set             # partitions known to hold files (they just received one)
+    partition_stats: Dict[str, FileStats]
+    table_stats: FileStats
+
+    @staticmethod
+    def of(index: Mapping[str, FileEntry], changed: set, registered: set = frozenset(),
+           filled: set = frozenset()) -> "CatalogChange":
+        """The change to `changed` partitions, `index` being the table's files after it."""
+        return CatalogChange(set(changed), set(registered), set(filled),
+                             partition_stats(index, changed), file_stats(index.values()))
 
 
 class CatalogSync(Protocol):
     """What a commit tells the table's catalog (the metastore), implemented by the Spark
     layer (spark/catalog.py); the table layer never talks to the metastore itself."""
 
-    def sync(self, changed: set, registered: set, filled: set) -> None:
-        """Register the changed partitions that hold files now, drop those that do not.
-        registered: partitions known to be registered; filled: known to hold files."""
+    def sync(self, change: CatalogChange) -> None:
+        """Register the changed partitions that hold files now, with their statistics, drop
+        those that do not, and record the table's statistics."""
 
-    def after_rollback(self, instants: Iterable[Instant]) -> None:
+    def after_rollback(self, instants: Iterable[Instant],
+                       index: Optional[Mapping[str, FileEntry]]) -> None:
         """Put the catalog back after instants were rolled back (their definition, their
-        partitions)."""
+        partitions, the statistics of `index`: the table's files now; None: unknown)."""
 
 
 class Transaction:
@@ -94,7 +116,10 @@ class Transaction:
             # A new definition holds no partition yet: only the new files' concern it.
             changed = partitions_of(self.added) if self.define is not None \
                 else partitions_of(self.added, self.removed)
-            self.catalog.sync(changed, self.registered, partitions_of(self.added))
+            after = replay(list(self.proto.timeline.file_index().values()), [inflight])
+            self.catalog.sync(CatalogChange.of(after, changed, self.registered,
+                                               partitions_of(self.added)))
+            fault_point("synced")
             self.done = self.proto.complete(inflight, extra=self.completed_extra)
         except LockLostError:
             raise  # the table is another writer's now: its recovery undoes this instant
@@ -105,4 +130,8 @@ class Transaction:
     def _abort(self) -> None:
         """Undo now rather than leave it to the next writer's recovery."""
         self.proto.abort(self.instant)
-        self.catalog.after_rollback([self.instant])
+        try:
+            index = self.proto.timeline.file_index()
+        except Exception:  # the failure being handled is the one to report
+            index = None
+        self.catalog.after_rollback([self.instant], index)

@@ -1,4 +1,6 @@
 """Assertions shared by the functional tests: what a table holds and how its files look."""
+from collections import defaultdict
+
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.describe import read_layout
 
@@ -21,3 +23,31 @@ def files_by_partition(spark, schema, name):
     for f in layout(spark, schema, name).files:
         out.setdefault(f.partition, []).append(f)
     return out
+
+
+STATS = ("numFiles", "totalSize", "numRows")
+
+
+def metastore_params(spark, schema, name):
+    """({partition name: {stat: value}}, {stat: value} of the table) from the metastore's
+    database (the embedded Derby of the test session), as a Hive client reads them."""
+    url = spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL").replace(";create=true", "")
+    conn = spark._jvm.java.sql.DriverManager.getConnection(url)
+    try:
+        keys = ", ".join(f"'{k}'" for k in STATS)
+        where = f"d.NAME = '{schema}' AND t.TBL_NAME = '{name}' AND x.PARAM_KEY IN ({keys})"
+        parts, table = defaultdict(dict), {}
+        rs = conn.createStatement().executeQuery(
+            "SELECT p.PART_NAME, x.PARAM_KEY, x.PARAM_VALUE FROM PARTITION_PARAMS x "
+            "JOIN PARTITIONS p ON p.PART_ID = x.PART_ID JOIN TBLS t ON t.TBL_ID = p.TBL_ID "
+            f"JOIN DBS d ON d.DB_ID = t.DB_ID WHERE {where}")
+        while rs.next():
+            parts[rs.getString(1)][rs.getString(2)] = int(rs.getString(3))
+        rs = conn.createStatement().executeQuery(
+            "SELECT x.PARAM_KEY, x.PARAM_VALUE FROM TABLE_PARAMS x JOIN TBLS t ON "
+            f"t.TBL_ID = x.TBL_ID JOIN DBS d ON d.DB_ID = t.DB_ID WHERE {where}")
+        while rs.next():
+            table[rs.getString(1)] = int(rs.getString(2))
+        return dict(parts), table
+    finally:
+        conn.close()

@@ -4,7 +4,10 @@ from python_adapter.spark.catalog import TableRef, describe_table
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.table_files import read_files, with_file_values
-from python_adapter.spark.catalog import sync_changed_partitions
+from python_adapter.spark.catalog_sync import sync_changed_partitions
+from python_adapter.table.files import current_files
+from python_adapter.table.transaction import CatalogChange
+from tests.functional.helpers import metastore_params
 
 AWKWARD = ["plain", "a b", "x/y", "50%", "it's", None]
 
@@ -67,12 +70,19 @@ def test_sync_changed_partitions_adds_and_drops_only_those(spark, schema):
     fs.rename(f"{location}/{src}", f"{location}/{new_dir}/{src.split('/')[-1]}")
     gone = "region=it's"
     fs.delete(f"{location}/{gone}")
-    sync_changed_partitions(spark, fs, location, table, ["region=plain", new_dir, gone])
+    index = {f.path: f for f in current_files(fs, location)}
+    sync_changed_partitions(spark, fs, location, table,
+                            CatalogChange.of(index, {"region=plain", new_dir, gone}))
 
     after = {r[0] for r in spark.sql(f"SHOW PARTITIONS {schema}.t").collect()}
     assert len(after) == len(before)  # one added, one dropped
     values = {r.region for r in spark.table(f"{schema}.t").select("region").distinct().collect()}
     assert "new/one" in values and "it's" not in values and "plain" in values
+    # the new partition and the one already registered carry their files' statistics
+    stats = metastore_params(spark, schema, "t")[0]
+    for part in ("region=plain", new_dir):
+        files = [f for f in index.values() if f.partition == part]
+        assert stats[part] == {"numFiles": len(files), "totalSize": sum(f.bytes for f in files)}
 
 
 def _list_by_dirs(fs, path):

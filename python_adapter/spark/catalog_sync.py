@@ -1,0 +1,84 @@
+"""The table layer's CatalogSync on the session's metastore: after a commit, the changed
+partitions registered (with their statistics) or dropped and the table's statistics
+written; after a rollback, the definition, partitions and statistics put back."""
+from typing import Callable, Iterable, Mapping, Optional
+
+from pyspark.sql import SparkSession
+
+from python_adapter.io.fs import HadoopFS
+from python_adapter.spark.catalog import (TableRef, describe_table, partition_spec,
+                                          restore_definitions, sync_partitions)
+from python_adapter.spark.metastore_stats import (MetastorePartitions, partitions_with_stats,
+                                                  write_table_stats)
+from python_adapter.table.files import FileStats, file_stats, partition_stats, partitions_of
+from python_adapter.table.timeline import DEFINES_TABLE, FileEntry, Instant
+from python_adapter.table.transaction import CatalogChange
+
+
+def sync_changed_partitions(spark: SparkSession, fs: HadoopFS, location: str, table: TableRef,
+                            change: CatalogChange) -> None:
+    """Register the changed partitions that now hold files, with their statistics, and drop
+    those whose directory is gone: a write touches a few partitions, and listing all of them
+    (MSCK REPAIR) grows with the table. Falls back to MSCK when a partition is null.
+    Partitions that held files before the commit (`change.registered`) are in the metastore
+    and only get their new statistics."""
+    new, changed, gone = {}, {}, []
+    for part in sorted(p for p in change.changed if p):
+        spec = partition_spec(part)
+        path = f"{location.rstrip('/')}/{part}"
+        if spec is None:
+            return _sync_all(spark, location, table, change)
+        if part in change.filled or fs.exists(path):
+            stats = change.partition_stats.get(part, FileStats(0, 0, 0))
+            (changed if part in change.registered else new)[part] = (path, stats)
+        else:
+            gone.append(spec)
+    partitions = MetastorePartitions(spark, table)
+    partitions.register(new)
+    partitions.alter(changed)
+    if gone:
+        spark.sql(f"ALTER TABLE {table.quoted} DROP IF EXISTS {', '.join(gone)}")
+    write_table_stats(spark, table, change.table_stats)
+    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+
+
+def _sync_all(spark, location, table, change):
+    """A null partition, which a literal spec cannot name: MSCK registers and drops, then
+    the other changed partitions get their statistics."""
+    sync_partitions(spark, table, partitioned=True)
+    MetastorePartitions(spark, table).alter(
+        partitions_with_stats(location, change.partition_stats))
+    write_table_stats(spark, table, change.table_stats)
+    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+
+
+class SparkCatalog:
+    """The CatalogSync of one table at one location in the session's metastore."""
+
+    def __init__(self, spark: SparkSession, fs: HadoopFS, table: TableRef, location: str,
+                 log: Callable[[str], None] = print) -> None:
+        self.spark, self.fs, self.table, self.location, self.log = spark, fs, table, location, log
+
+    def sync(self, change: CatalogChange) -> None:
+        sync_changed_partitions(self.spark, self.fs, self.location, self.table, change)
+
+    def after_rollback(self, instants: Iterable[Instant],
+                       index: Optional[Mapping[str, FileEntry]]) -> None:
+        instants = list(instants)
+        restore_definitions(self.spark, self.table, instants, self.log)
+        info = describe_table(self.spark, self.table)
+        if info is None:
+            return
+        sync_partitions(self.spark, self.table, bool(info.partition_columns))
+        # Statistics of this location's files only: a rolled back definition may have put
+        # the table back at another one.
+        if index is None or self.fs.qualify(info.location) != self.location:
+            return
+        redefined = any(i.extra.get(DEFINES_TABLE) == "true" for i in instants)
+        touched = {e.partition for e in index.values()} if redefined else \
+            partitions_of(*(i.added for i in instants), *(i.removed for i in instants))
+        if info.partition_columns:
+            MetastorePartitions(self.spark, self.table).alter(
+                partitions_with_stats(self.location, partition_stats(index, touched)))
+        write_table_stats(self.spark, self.table, file_stats(index.values()))
+        self.spark.catalog.refreshTable(f"{self.table.schema}.{self.table.identifier}")

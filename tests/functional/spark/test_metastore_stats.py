@@ -1,0 +1,160 @@
+"""Table and partition statistics in the metastore (numFiles, totalSize, numRows) after
+every commit, read where Trino's Hive connector and Spark read them: the metastore's own
+database and Spark's plan. They must equal the table's files on disk and its rows."""
+import os
+from collections import defaultdict
+
+import pytest
+from pyspark.sql import functions as F
+
+from python_adapter.core.config import parse_config
+from python_adapter.spark.catalog import TableRef, describe_table
+from python_adapter.spark.metastore_stats import stats_parameters
+from python_adapter.spark.rollback import recover_table, rollback_last_commit
+from python_adapter.spark.writer import write_dataframe
+from python_adapter.table import faults, lock
+from python_adapter.table.faults import InjectedCrash
+from tests.functional.helpers import STATS, metastore_params
+from tests.functional.readers import local_dir
+
+QUIET = dict(log=lambda m: None)
+
+
+def cfg(**kw):
+    base = {"partition_by": ["day"], "unique_key": "id", "target_file_size": 16_000,
+            "small_file_limit": 12_000, "delete_column": "gone"}
+    base.update(kw)
+    return parse_config(base)
+
+
+def truth(spark, schema, name, partitioned=True):
+    """The same figures from the table's directory and its rows."""
+    root = local_dir(describe_table(spark, TableRef(schema, name)).location)
+    parts = defaultdict(lambda: {"numFiles": 0, "totalSize": 0, "numRows": 0})
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            if f.endswith(".parquet"):
+                stats = parts[os.path.relpath(dirpath, root) if partitioned else ""]
+                stats["numFiles"] += 1
+                stats["totalSize"] += os.path.getsize(os.path.join(dirpath, f))
+    if partitioned:
+        for r in spark.table(f"{schema}.{name}").groupBy("day").count().collect():
+            parts[f"day={r.day}"]["numRows"] = r["count"]
+    else:
+        parts[""]["numRows"] = spark.table(f"{schema}.{name}").count()
+    table = {k: sum(p[k] for p in parts.values()) for k in STATS}
+    return ({p: dict(s) for p, s in parts.items()} if partitioned else {}), table
+
+
+def assert_stats(spark, schema, name, partitioned=True):
+    spark.catalog.refreshTable(f"{schema}.{name}")
+    want_parts, want_table = truth(spark, schema, name, partitioned)
+    assert metastore_params(spark, schema, name) == (want_parts, want_table)
+    described = {r[0]: r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {schema}.{name}")
+                 .collect()}
+    assert described["Statistics"] == f"{want_table['totalSize']} bytes, " \
+                                      f"{want_table['numRows']} rows"
+    # what Spark's optimizer plans a scan of the table with (a join's broadcast choice)
+    plan = spark.table(f"{schema}.{name}")._jdf.queryExecution().optimizedPlan()
+    assert plan.stats().sizeInBytes() == want_table["totalSize"]
+
+
+def test_statistics_follow_builds_upserts_deletes_and_rollbacks(spark, schema, events):
+    table = TableRef(schema, "st")
+    base = events(days=5).withColumn("gone", F.lit(False))
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    assert_stats(spark, schema, "st")
+    before, _ = metastore_params(spark, schema, "st")
+
+    updates = base.where("day = date'2025-01-02' and id % 20 = 0").withColumn("tag", F.lit("v2"))
+    new_day = events(days=1, start="2025-01-07", id_offset=10**9).withColumn("gone", F.lit(False))
+    write_dataframe(spark, updates.unionByName(new_day), table, cfg(), **QUIET)
+    assert_stats(spark, schema, "st")
+    after, _ = metastore_params(spark, schema, "st")
+    assert "day=2025-01-07" in after and after["day=2025-01-02"] != before["day=2025-01-02"]
+
+    doomed = base.where("day = date'2025-01-01'").withColumn("gone", F.lit(True))
+    write_dataframe(spark, doomed, table, cfg(), **QUIET)
+    assert_stats(spark, schema, "st")
+    assert "day=2025-01-01" not in metastore_params(spark, schema, "st")[0]
+
+    rollback_last_commit(spark, table, **QUIET)
+    assert_stats(spark, schema, "st")
+    assert metastore_params(spark, schema, "st")[0]["day=2025-01-01"] == before["day=2025-01-01"]
+
+    write_dataframe(spark, base.where("day < date'2025-01-03'"), table,
+                    cfg(incremental_strategy="insert_overwrite", unique_key=None), **QUIET)
+    assert_stats(spark, schema, "st")
+
+
+def test_statistics_of_an_unpartitioned_table(spark, schema, events):
+    table = TableRef(schema, "flat")
+    c = cfg(partition_by=[], incremental_strategy="append", unique_key=None)
+    write_dataframe(spark, events(days=2).withColumn("gone", F.lit(False)), table, c, **QUIET)
+    assert_stats(spark, schema, "flat", partitioned=False)
+    write_dataframe(spark, events(days=1, id_offset=10**9).withColumn("gone", F.lit(False)),
+                    table, c, **QUIET)
+    assert_stats(spark, schema, "flat", partitioned=False)
+
+
+def test_an_analyze_tables_statistics_do_not_outrank_those_of_later_commits(spark, schema, events):
+    table = TableRef(schema, "an")
+    base = events(days=2).withColumn("gone", F.lit(False))
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    spark.sql(f"ANALYZE TABLE {schema}.an COMPUTE STATISTICS")
+    more = events(days=1, start="2025-01-05", id_offset=10**9).withColumn("gone", F.lit(False))
+    write_dataframe(spark, more, table, cfg(), **QUIET)
+    assert_stats(spark, schema, "an")
+
+
+@pytest.mark.parametrize("point", ["synced", "completed"])
+def test_a_crash_after_the_metastore_was_told_leaves_the_statistics_of_the_table(
+        spark, schema, events, monkeypatch, point):
+    """The catalog learns a commit's statistics before the commit completes: a crash in
+    between leaves them in the metastore, and recovery puts back those of the files the
+    table holds."""
+    table = TableRef(schema, f"cr_{point}")
+    base = events(days=3).withColumn("gone", F.lit(False))
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    monkeypatch.setenv("SIZED_SPARK_FAULT", point)
+    faults.reset()
+    batch = base.where("id % 3 = 0").withColumn("tag", F.lit("v2")).unionByName(
+        events(days=1, start="2025-01-09", id_offset=10**9).withColumn("gone", F.lit(False)))
+    with pytest.raises(InjectedCrash):
+        write_dataframe(spark, batch, table, cfg(), **QUIET)
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    lock.forget_held_locks()
+    faults.reset()
+    recover_table(spark, table, **QUIET)
+    assert_stats(spark, schema, table.identifier)
+
+
+def test_partition_records_are_the_same_with_and_without_the_helper_jar(spark, schema):
+    """A cluster session has no helper jar: its records, built by a few py4j calls each,
+    must be those the jar's one call builds (spec, directory, statistics)."""
+    from python_adapter.io.fast_local_fs import jar_loaded
+    from python_adapter.spark.metastore_stats import MetastorePartitions
+    from python_adapter.table.files import FileStats
+
+    assert jar_loaded(spark._jvm), "the test session is started with the helper jar"
+    spark.sql(f"CREATE TABLE {schema}.rec (id int, region string, day date) USING parquet "
+              f"PARTITIONED BY (region, day)")
+    parts = {"region=x%2Fy/day=2025-01-01": FileStats(2, 300, 7),
+             "region=it's/day=2025-01-02": FileStats(1, 20, None)}
+    records = MetastorePartitions(spark, TableRef(schema, "rec"))
+    located = {p: (f"file:/tmp/t/{p}", s) for p, s in parts.items()}
+
+    def described(seq):
+        out = []
+        for i in range(seq.size()):
+            r = seq.apply(i)
+            out.append((r.spec().toString(), r.storage().toString(), r.parameters().toString()))
+        return out
+
+    by_jar = described(records._records(located))
+    by_py4j = described(records._records_by_py4j(
+        [(p, path, "/".join(f"{k}={v}" for k, v in stats_parameters(s).items()))
+         for p, (path, s) in sorted(located.items())]))
+    assert by_jar == by_py4j
+    assert "x/y" in by_jar[1][0] and "numRows -> 7" in by_jar[1][2]
+    assert "numRows" not in by_jar[0][2] and "it's" in by_jar[0][0]
