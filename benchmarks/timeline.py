@@ -39,7 +39,7 @@ from benchmarks.lib.report import (command_line, engine_state, finish_run,  # no
                                    run_benchmark, start_run, say)
 from benchmarks.lib.session import start_spark  # noqa: E402
 from python_adapter.api import TableRef, parse_config, write_dataframe  # noqa: E402
-from python_adapter.spark.catalog import SparkCatalog  # noqa: E402
+from python_adapter.spark.catalog_sync import SparkCatalog  # noqa: E402
 from python_adapter.spark.locking import locked_table  # noqa: E402
 from python_adapter.table.files import current_files, file_entry  # noqa: E402
 from python_adapter.table.timeline import Timeline  # noqa: E402
