@@ -18,3 +18,20 @@
   {%- endif -%}
   {{ return({'sql': compiled_code, 'config': write_config}) }}
 {% endmacro %}
+
+{#-- dbt refuses an enforced contract on an `incremental` model whose on_schema_change would
+     drop or ignore columns (ignore, sync_all_columns): it parses the config, and says so
+     only for `incremental`. The same rule for `sized_incremental`, checked before its hooks
+     or any write, with dbt's words. --#}
+{% macro sized_validate_contract_config() %}
+  {%- set contract_config = config.get('contract') -%}
+  {%- set on_schema_change = config.get('on_schema_change') or 'ignore' -%}
+  {%- if config.get('materialized') == 'sized_incremental' and contract_config
+        and contract_config.enforced
+        and on_schema_change not in ('append_new_columns', 'fail') -%}
+    {%- do exceptions.raise_compiler_error(
+          "Invalid value for on_schema_change: " ~ on_schema_change ~ ". Models "
+          ~ "materialized as sized_incremental with contracts enabled must set "
+          ~ "on_schema_change to 'append_new_columns' or 'fail'") -%}
+  {%- endif -%}
+{% endmacro %}

@@ -7,6 +7,7 @@
 {% macro sized_materialize(always_full=false) %}
   {#-- first: over thrift / http / odbc the model fails here, before any hook or SQL runs --#}
   {%- do adapter.sized_require_session(config.get('materialized') ~ ' model ' ~ this.schema ~ '.' ~ this.identifier) -%}
+  {%- do sized_validate_contract_config() -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set full_refresh = always_full or should_full_refresh() or existing_relation is none -%}

@@ -35,7 +35,10 @@ def incremental(sql):
 
 
 def table(sql):
-    return sized(sql, 'materialized = "table"')
+    """sized_incremental with an enforced contract needs on_schema_change fail or
+    append_new_columns, as dbt's incremental does."""
+    return sized(sql, 'materialized = "table"').replace(
+        SIZED, SIZED + ', on_schema_change = "fail"')
 
 
 # Spark has no type named text; its name for it is string.
@@ -110,8 +113,7 @@ class TestSizedIncrementalConstraintsColumnsEqual(SparkTypes,
 
 
 class TestSizedTableConstraintsColumnsEqual(SparkTypes, BaseConstraintsColumnsEqual):
-    """The table variant: the same models without on_schema_change (sized_incremental's
-    default, ignore)."""
+    """The table variant: the same models as first builds (on_schema_change fail)."""
 
     @pytest.fixture(scope="class")
     def models(self):
@@ -141,6 +143,9 @@ class TestSizedIncrementalConstraintsRollback(BaseIncrementalConstraintsRollback
             "my_model.sql": incremental(fixtures.my_incremental_model_sql),
             # the schema's my_model_error has the same contract as my_model
             "my_model_error.sql": incremental(fixtures.my_model_incremental_with_nulls_sql),
+            # no on_schema_change: sized_incremental's default, ignore
+            "my_model_wrong_order.sql": sized(fixtures.my_model_wrong_order_sql,
+                                              'materialized = "table"'),
             "constraints_schema.yml": SCHEMA_YML,
         }
 
@@ -160,3 +165,14 @@ class TestSizedIncrementalConstraintsRollback(BaseIncrementalConstraintsRollback
             relation = project.adapter.get_relation(
                 project.database, project.test_schema, "my_model_error")
         assert relation is None
+
+    def test_sized__contract_with_on_schema_change_ignore_is_refused(self, project):
+        """As dbt refuses it for `incremental`: an enforced contract with on_schema_change
+        ignore, which would drop the contract's new columns, fails before anything runs."""
+        results = run_dbt(["run", "-s", "my_model_wrong_order"], expect_pass=False)
+        assert "Invalid value for on_schema_change: ignore" in results[0].message
+        assert "must set on_schema_change to 'append_new_columns' or 'fail'" in \
+            results[0].message
+        with project.adapter.connection_named("__test"):
+            assert project.adapter.get_relation(
+                project.database, project.test_schema, "my_model_wrong_order") is None
