@@ -105,9 +105,12 @@ def write_table_stats(spark: SparkSession, table: TableRef, stats: FileStats) ->
     if stats.rows is None:
         spark.sql(f"ALTER TABLE {table.quoted} UNSET TBLPROPERTIES IF EXISTS ('numRows')")
     catalog = spark._jsparkSession.sharedState().externalCatalog()
-    raw = catalog.unwrapped().getRawTable(table.schema, table.identifier)
-    if raw.properties().contains(SPARK_SIZE_KEY):
-        catalog.alterTableStats(table.schema, table.identifier, spark._jvm.scala.Option.apply(None))
+    hive = catalog.unwrapped()
+    if hive.getClass().getSimpleName() != "HiveExternalCatalog":
+        return  # Spark's in-memory catalog: no metastore record to look at
+    if hive.getRawTable(table.schema, table.identifier).properties().contains(SPARK_SIZE_KEY):
+        catalog.alterTableStats(table.schema, table.identifier,
+                                spark._jvm.scala.Option.apply(None))
 
 
 def partitions_with_stats(location: str, stats: Mapping[str, FileStats]
