@@ -86,32 +86,42 @@ def mini(tmp_path):
     return project, tmp_path / "spark"
 
 
-def test_integration_project_builds_and_rebuilds_incrementally(tmp_path, target):
+NOISE = ("Updating partition stats", "HiveConf of name", "Using an existing Spark",
+         "Tags will not be inherited", "NativeCodeLoader", "[Stage ")
+
+
+def _assert_quiet_and_filesystem(run, project, target):
+    """No Hive, Spark or pyspark noise at dbt's default level, and the filesystem the
+    target gets: the embedded session writes without a chmod process per file
+    (fast_local_fs); a cluster's executors would not have the jar."""
+    output = run.stdout + run.stderr
+    for noise in NOISE:
+        assert noise not in output, noise
+    log = (project / "logs" / "dbt.log").read_text()
+    if target == "embedded":
+        assert "embedded Spark: file: paths through sizedspark.fs.NioLocalFileSystem" in log
+    else:
+        assert "local filesystem as is (spark.master is spark://127.0.0.1:" in log
+
+
+def test_integration_project_builds_and_rebuilds_incrementally(tmp_path):
+    """On the embedded session (the cluster target runs the upsert scenario below: the
+    write path is the same code)."""
     project = tmp_path / "it"
     shutil.copytree(REPO / "integration_tests", project,
                     ignore=shutil.ignore_patterns(".spark", "target", "logs"))
     home = tmp_path / "spark"
     small = ["--vars", "{event_days: 40, base_rows_per_day: 300}"]
-    first = _dbt(project, home, target, "build", *small)
+    first = _dbt(project, home, "embedded", "build", *small)
     assert first.returncode == 0, first.stdout[-4000:]
     assert "Completed successfully" in first.stdout
     assert "plan:" in first.stdout and "bytes per row" in first.stdout  # progress is logged
-    # one summary line per model; no Hive, Spark or pyspark noise at dbt's default level
+    # one summary line per model
     assert "inserted; files 0 -> " in first.stdout
-    output = first.stdout + first.stderr
-    for noise in ("Updating partition stats", "HiveConf of name", "Using an existing Spark",
-                  "Tags will not be inherited", "NativeCodeLoader", "[Stage "):
-        assert noise not in output, noise
-    log = (project / "logs" / "dbt.log").read_text()
-    if target == "embedded":  # files written without a chmod process each (fast_local_fs)
-        assert "embedded Spark: file: paths through sizedspark.fs.NioLocalFileSystem" in log
-    else:  # a cluster's executors would not have the jar
-        assert "local filesystem as is (spark.master is spark://127.0.0.1:" in log
-    if target == "cluster":
-        return  # the incremental path is the same code; CI time goes to the upsert scenario
+    _assert_quiet_and_filesystem(first, project, "embedded")
     # the incremental build at 4 threads: models written at once on one session, each
     # still holding every source row once in sized files (the project's data tests)
-    second = _dbt(project, home, target, "build", *small, "--threads", "4")
+    second = _dbt(project, home, "embedded", "build", *small, "--threads", "4")
     assert second.returncode == 0, second.stdout[-4000:]
     assert "Concurrency: 4 threads" in second.stdout
     assert "insert_overwrite:" in second.stdout
@@ -125,6 +135,7 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
 
     first = dbt("run", "--select", "orders")
     assert first.returncode == 0, first.stdout[-4000:]
+    _assert_quiet_and_filesystem(first, project, target)
     # the dbt process dies (like kill -9) after moving two files during publish
     crashed = dbt("run", "--select", "orders", "--vars", "{batch: 2}",
                    env_extra={"SIZED_SPARK_FAULT": "publish:2", "SIZED_SPARK_FAULT_MODE": "exit"})
