@@ -31,7 +31,10 @@ STATS = ("numFiles", "totalSize", "numRows")
 def metastore_params(spark, schema, name):
     """({partition name: {stat: value}}, {stat: value} of the table) from the metastore's
     database (the embedded Derby of the test session), as a Hive client reads them."""
-    url = spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL").replace(";create=true", "")
+    # the metastore the JVM's Hive client opened (a later test module's session shares the
+    # first one's JVM, and its own conf would name another directory)
+    client = spark._jsparkSession.sharedState().externalCatalog().unwrapped().client()
+    url = client.getConf("javax.jdo.option.ConnectionURL", "").replace(";create=true", "")
     conn = spark._jvm.java.sql.DriverManager.getConnection(url)
     try:
         keys = ", ".join(f"'{k}'" for k in STATS)
