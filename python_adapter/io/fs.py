@@ -231,7 +231,17 @@ class HadoopFS:
             stream.close()
 
     def write_bytes(self, path: str, data: bytes, overwrite: bool = False) -> None:
-        """Write a whole file; with overwrite=False an existing file makes it fail (used for locks)."""
+        """Write a whole file; with overwrite=False an existing file makes it fail (used for
+        locks). On local disk that is one exclusive create (O_EXCL): Hadoop's local
+        filesystem checks for the file and then creates it, so two processes taking a
+        lock at once could both succeed (HDFS's create is atomic in the namenode)."""
+        local = None if overwrite else local_path(self.qualify(path))
+        if local is not None:
+            os.makedirs(os.path.dirname(local), exist_ok=True)  # as Hadoop's create does
+            fd = os.open(local, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            return
         jpath = self._path(path)
         stream = self._fs(jpath).create(jpath, overwrite)
         try:
