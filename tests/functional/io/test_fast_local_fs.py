@@ -74,12 +74,19 @@ def _last_pid():
 
 def test_a_partitioned_write_starts_no_process_per_file(spark, tmp_path):
     df = spark.range(8000).selectExpr("id", "id % 200 as p").repartition(2)
-    before = _last_pid()  # machine-wide: other processes count too, hence the loose bound
-    df.write.partitionBy("p").parquet(str(tmp_path / "t"))
-    started = _last_pid() - before
-    written = sum(name.endswith(".parquet") for _r, _d, names in os.walk(tmp_path / "t")
-                  for name in names)
-    assert written == 400
-    # Hadoop's own filesystem starts a chmod per file, .crc file and directory: ~1,800 here
-    # (~4.5 per file); this one none (19 for 600 files in benchmarks/local_fs_cost.py).
-    assert started < written / 2, f"{started} processes started for {written} files"
+    # Machine-wide pids: other processes count too, hence the loose bound and the best of
+    # three writes (another process's burst only adds; Hadoop's own filesystem would start
+    # a chmod per file, .crc file and directory: ~1,800 here, ~4.5 per file, every time).
+    counts = []
+    for attempt in range(3):
+        out = tmp_path / f"t{attempt}"
+        before = _last_pid()
+        df.write.partitionBy("p").parquet(str(out))
+        counts.append(_last_pid() - before)
+        written = sum(name.endswith(".parquet") for _r, _d, names in os.walk(out)
+                      for name in names)
+        assert written == 400
+        if counts[-1] < written / 2:
+            break
+    # this one starts none (19 for 600 files in benchmarks/local_fs_cost.py)
+    assert min(counts) < written / 2, f"{counts} processes started for {written} files"
