@@ -163,19 +163,24 @@ class HadoopFS:
     def rename_many(self, pairs: Iterable[Tuple[str, str]],
                     after_each: Optional[Callable[[], None]] = None) -> None:
         """rename() for many (src, dst) pairs on one filesystem, in order: each destination
-        directory is made once, not once per file. after_each() runs after every rename."""
+        directory is made once, not once per file. after_each() runs after every rename.
+        Pairs of local `file:` paths are renamed by the OS directly: through py4j each costs
+        three calls (two Paths and the rename), ~2 s for a compaction's 3,000 files."""
         fs = None
         made = set()
         for src, dst in pairs:
-            jsrc, jdst = self._path(src), self._path(dst)
-            if fs is None:
-                fs = self._fs(jsrc)
             parent = dst.rstrip("/").rsplit("/", 1)[0]
-            if parent not in made:
-                fs.mkdirs(jdst.getParent())
-                made.add(parent)
-            if not fs.rename(jsrc, jdst):
-                raise IOError(f"rename refused: {src} -> {dst}")
+            local = (local_path(src), local_path(dst))
+            if None not in local:
+                _rename_local(*local, make_parent=parent not in made)
+            else:
+                jsrc, jdst = self._path(src), self._path(dst)
+                fs = fs or self._fs(jsrc)
+                if parent not in made:
+                    fs.mkdirs(jdst.getParent())
+                if not fs.rename(jsrc, jdst):
+                    raise IOError(f"rename refused: {src} -> {dst}")
+            made.add(parent)
             if after_each is not None:
                 after_each()
 
@@ -187,9 +192,8 @@ class HadoopFS:
             local = local_path(path)
             if local is None:
                 continue
-            head, _, name = local.rpartition("/")
             try:
-                os.remove(f"{head}/.{name}.crc")
+                os.remove(_checksum_of(local))
             except FileNotFoundError:
                 pass
 
@@ -263,6 +267,26 @@ def local_path(path: str) -> Optional[str]:
     if path.startswith("file:/") and not path.startswith("file://"):
         return path[len("file:"):]
     return None
+
+
+def _rename_local(src: str, dst: str, make_parent: bool) -> None:
+    """Hadoop's local rename, by the OS: the parent made as Hadoop's mkdirs makes it, the
+    file moved, and its `.<name>.crc` side file with it when there is one (Hadoop's
+    checksummed local filesystem moves both)."""
+    if make_parent:
+        os.makedirs(os.path.dirname(dst.rstrip("/")), exist_ok=True)
+    try:
+        os.rename(src, dst)
+    except OSError as exc:
+        raise IOError(f"rename refused: {src} -> {dst} ({exc.strerror})") from exc
+    crc = _checksum_of(src)
+    if os.path.exists(crc):
+        os.rename(crc, _checksum_of(dst))
+
+
+def _checksum_of(path: str) -> str:
+    head, _, name = path.rstrip("/").rpartition("/")
+    return f"{head}/.{name}.crc"
 
 
 def hidden(name: str) -> bool:

@@ -65,6 +65,11 @@ SMALL_FILE_OPEN_COST = 256 * 1024
 # Compaction's tasks per core: enough to even out files of unequal size, few enough that a
 # task's fixed cost (its shuffle read, sort and writer) is paid a few times, not per file.
 TASKS_PER_CORE = 2
+# A scan planned as exactly one task: no byte bound on a split, no open cost per file, no
+# minimum number of splits (Spark packs a scan's files into splits of at most
+# min(maxPartitionBytes, max(openCost, bytes / minPartitionNum))).
+_ONE_TASK_SCAN = {"spark.sql.files.maxPartitionBytes": str(1 << 62), _OPEN_COST: "0",
+                  "spark.sql.files.minPartitionNum": "1"}
 
 
 @dataclass
@@ -450,11 +455,13 @@ def _close_plan(proto, plan) -> None:
 class _Job:
     """One Spark job of a plan's execution: its groups, their output files, and the group
     each task writes in each partition it holds (staged files map back to their group by
-    it: Spark names a task's files part-<task id>)."""
+    it: Spark names a task's files part-<task id>). aligned: compaction groups of one output
+    file each, every task reading its groups' files itself (no shuffle)."""
     groups: Dict[str, list]           # group id -> the plan's FileEntry of its files
     outputs: Dict[str, int]           # group id -> output files
     tasks: List[Dict[str, str]]       # per task: {partition: group id}
     first: Dict[str, int] = field(default_factory=dict)  # compaction: task of a group's 1st file
+    aligned: bool = False
 
 
 def _group_of(tasks: Sequence[Mapping[str, str]], entry: FileEntry) -> Optional[str]:
@@ -468,26 +475,36 @@ def _group_of(tasks: Sequence[Mapping[str, str]], entry: FileEntry) -> Optional[
 
 
 def _jobs(spark, plan, groups) -> List[_Job]:
-    """How the groups are written. Compaction: one job for every group, its output files
-    packed into tasks (core/compaction.pack_outputs). Clustering: groups that become one
-    file in one job, group i (of the sorted ids) written whole by task i; larger groups one
-    job each, range-partitioned within the group only, so a file never straddles two groups
-    and each group gives exactly its files."""
+    """How the groups are written. Compaction: groups of one output file in one job whose
+    tasks read their groups' files themselves, the others in one job that cuts their rows
+    into files after a shuffle; both pack their output files into tasks
+    (core/compaction.pack_outputs). Clustering: groups that become one file in one job,
+    group i (of the sorted ids) written whole by task i; larger groups one job each,
+    range-partitioned within the group only, so a file never straddles two groups and each
+    group gives exactly its files."""
     outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in groups}
     part = {g: files[0].partition for g, files in groups.items()}
     if plan.extra["strategy"] == "none":
-        count, first = pack_outputs([(g, part[g], outputs[g]) for g in groups],
-                                    TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
-        tasks = [{} for _ in range(count)]
-        for g in groups:
-            for k in range(outputs[g]):
-                tasks[(first[g] + k) % count][part[g]] = g
-        return [_Job(groups, outputs, tasks, first)]
+        one = {g: files for g, files in groups.items() if outputs[g] == 1}
+        more = {g: files for g, files in groups.items() if outputs[g] > 1}
+        return [_packed_job(spark, chosen, outputs, part, aligned=chosen is one)
+                for chosen in (one, more) if chosen]
     single = sorted(g for g in groups if outputs[g] == 1)
     jobs = [_Job({g: groups[g] for g in single}, outputs, [{part[g]: g} for g in single])] \
         if single else []
     return jobs + [_Job({g: groups[g]}, outputs, [{part[g]: g}] * outputs[g])
                    for g in groups if outputs[g] > 1]
+
+
+def _packed_job(spark, groups, outputs, part, aligned) -> _Job:
+    """A compaction job: the groups' output files packed into tasks."""
+    count, first = pack_outputs([(g, part[g], outputs[g]) for g in groups],
+                                TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
+    tasks = [{} for _ in range(count)]
+    for g in groups:
+        for k in range(outputs[g]):
+            tasks[(first[g] + k) % count][part[g]] = g
+    return _Job(groups, outputs, tasks, first, aligned)
 
 
 def _write_groups(locked, plan, groups, staging, done=0):
@@ -524,7 +541,10 @@ def _write_job(locked, plan, job: _Job, where) -> None:
     total = sum(job.outputs[g] for g in groups)
     locked.log(f"{'compacting' if strategy == 'none' else 'clustering'} {which} of "
                f"{_group_count(plan)}: {len(rel_paths)} files -> {total}, {how}")
-    df = read_files(spark, locked.proto.location, spark.table(locked.name).schema, rel_paths)
+    schema = spark.table(locked.name).schema
+    if job.aligned and _write_aligned(locked, job, schema, out):
+        return
+    df = read_files(spark, locked.proto.location, schema, rel_paths)
     if strategy == "none":
         rows = in_file_order(spark, df, groups, job.outputs, pcols, locked.proto.location,
                              (len(job.tasks), job.first))
@@ -536,6 +556,25 @@ def _write_job(locked, plan, job: _Job, where) -> None:
                                   cluster_by, strategy, pcols)
     with session_conf(spark, {_OPEN_COST: str(SMALL_FILE_OPEN_COST)}):  # splits are made here
         rows.write.partitionBy(*pcols).mode("append").parquet(out)
+
+
+def _write_aligned(locked, job: _Job, schema, out) -> bool:
+    """Write a job of one-file groups by tasks that each read their groups' files (no
+    shuffle, no join); False, with nothing written, when Spark would not plan a scan as
+    one task (the job then goes through in_file_order)."""
+    spark, pcols = locked.spark, locked.info.partition_columns
+    by_task = [[] for _ in job.tasks]
+    for g, files in sorted(job.groups.items()):
+        by_task[job.first[g]] += [f.path for f in files]
+    rows = read_per_task(spark, locked.proto.location, schema, by_task, pcols)
+    with session_conf(spark, _ONE_TASK_SCAN):  # the scans are planned here
+        planned = rows.rdd.getNumPartitions()
+        if planned != len(by_task):
+            locked.log(f"Spark planned {planned} tasks for {len(by_task)} file lists; "
+                       f"rewriting with a shuffle instead")
+            return False
+        rows.write.partitionBy(*pcols).mode("append").parquet(out)
+    return True
 
 
 def _group_count(plan) -> int:
@@ -560,6 +599,22 @@ def one_file_per_group(spark: SparkSession, df: DataFrame,
     routed = with_file_values(spark, df, pcols, route, "__sized_route") \
         .repartition(len(keys), "__sized_route")
     return _sort_within(routed.drop("__sized_route"), cluster_by, strategy, data_cols)
+
+
+def read_per_task(spark: SparkSession, location: str, schema, task_files: Sequence[Sequence[str]],
+                  pcols: Sequence[str]) -> DataFrame:
+    """The rows of each list of files read by one task of its own (planned so under
+    _ONE_TASK_SCAN): a union of one scan per task, task i holding task_files[i]. Within a
+    task, rows are ordered by partition, then file, then row: each file's rows in their
+    order, and in the order Spark's writer needs, so it adds no sort of its own."""
+    reads = [read_files(spark, location, schema, paths)
+             .withColumn("__sized_file", F.col("_metadata.file_path"))
+             .withColumn("__sized_row", F.col("_metadata.row_index")) for paths in task_files]
+    union = reads[0]
+    for more in reads[1:]:
+        union = union.union(more)
+    return union.sortWithinPartitions(*pcols, "__sized_file", "__sized_row") \
+        .drop("__sized_file", "__sized_row")
 
 
 def in_file_order(spark: SparkSession, df: DataFrame, groups: Mapping[str, Sequence[FileEntry]],

@@ -27,3 +27,29 @@ def test_an_exclusive_create_has_one_winner_however_many_race(spark, tmp_path):
             t.join()
         assert len(won) == 1, (round_no, won)
         assert fs.read_bytes(path) == f"writer {won[0]}".encode()
+
+
+def test_local_renames_move_files_into_new_directories_with_their_checksums(spark, tmp_path):
+    """Publishing renames many local files by the OS: the parent directories are made, a
+    file's `.crc` side file moves with it (as Hadoop's checksummed filesystem moves it), the
+    filesystem sees the result, and a missing source fails naming both paths."""
+    fs = HadoopFS(spark)
+    (tmp_path / "staged").mkdir()
+    for i in range(3):
+        (tmp_path / "staged" / f"f{i}.parquet").write_bytes(b"x" * (i + 1))
+    (tmp_path / "staged" / ".f0.parquet.crc").write_bytes(b"crc")
+    moves = [(f"file:{tmp_path}/staged/f{i}.parquet", f"file:{tmp_path}/t/day={i % 2}/f{i}.parquet")
+             for i in range(3)]
+    seen = []
+    fs.rename_many(moves, after_each=lambda: seen.append(len(list(tmp_path.glob("t/*/*.parquet")))))
+
+    assert seen == [1, 2, 3]  # the callback runs after each move (fault injection relies on it)
+    assert sorted(s.size for s in fs.list_files(f"file:{tmp_path}/t")) == [1, 2, 3]
+    assert (tmp_path / "t" / "day=0" / ".f0.parquet.crc").read_bytes() == b"crc"
+    assert list((tmp_path / "staged").iterdir()) == []
+    try:
+        fs.rename_many([(f"file:{tmp_path}/staged/gone.parquet", f"file:{tmp_path}/t/x.parquet")])
+    except IOError as exc:
+        assert "staged/gone.parquet" in str(exc) and "t/x.parquet" in str(exc)
+    else:
+        raise AssertionError("renaming a missing file succeeded")

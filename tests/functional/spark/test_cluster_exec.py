@@ -351,6 +351,55 @@ def test_compaction_splits_oversized_files_and_keeps_to_the_partitions_asked(spa
     assert _kept_in_file_order(old_files, new_files)
 
 
+def _days_of_small_files_and_one_big(spark, schema):
+    """Five days of four small files each, and a sixth day holding one large file."""
+    table = TableRef(schema, "mixed")
+    cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
+                        "target_file_size": "10MB", "small_file_limit": 0,
+                        "distribution": "exact"})
+    for b in range(4):
+        write_dataframe(spark, arrivals(spark, b, days=5), table, cfg, **QUIET)
+    big = arrivals(spark, 9, rows=30000).withColumn("day", F.lit(datetime.date(2025, 2, 6)))
+    write_dataframe(spark, big, table, cfg, **QUIET)
+    return table
+
+
+@pytest.mark.parametrize("one_task_scan", ["planned", "refused"])
+def test_compaction_reads_each_packed_group_in_one_task_and_splits_big_files_apart(
+        spark, schema, monkeypatch, one_task_scan):
+    """Groups that become one file are written by tasks that read their files themselves
+    (no shuffle); when Spark would not plan such a scan as one task, they are rewritten
+    through the shuffle instead. Either way every row stays, in its file's order, and each
+    day gets its planned files, beside the big file's split in a job of its own."""
+    from python_adapter.spark import cluster_exec
+    if one_task_scan == "refused":  # a split bound Spark cannot pack a file list under
+        monkeypatch.setattr(cluster_exec, "_ONE_TASK_SCAN",
+                            {**cluster_exec._ONE_TASK_SCAN,
+                             "spark.sql.files.maxPartitionBytes": "1"})
+    table = _days_of_small_files_and_one_big(spark, schema)
+    fs = HadoopFS(spark)
+    directory = local_dir(fs.qualify(describe_table(spark, table).location))
+    before, old_files = all_rows(spark, schema, "mixed"), _rows_by_file(directory)
+    big_size = max(os.path.getsize(p) for p in old_files if "day=2025-02-06" in p)
+    assert big_size > 1.8 * 100_000
+    lines = []
+    result = run_compaction(spark, table, {"target_file_size": "100KB"}, log=lines.append)
+    assert result.groups == 6 and result.files_replaced == len(old_files)
+    assert all_rows(spark, schema, "mixed") == before
+    assert sorted(duckdb_rows(directory, ["id"])) == sorted((r[0],) for r in before)
+    new_files = _rows_by_file(directory)
+    per_day = {}
+    for p in new_files:
+        per_day.setdefault(p.split("day=")[1][:10], []).append(p)
+    assert {d: len(v) for d, v in per_day.items() if d != "2025-02-06"} == \
+        {f"2025-02-0{d}": 1 for d in range(1, 6)}
+    assert len(per_day["2025-02-06"]) == -(-big_size // 100_000)
+    assert _kept_in_file_order(old_files, new_files)
+    fell_back = [m for m in lines if "rewriting with a shuffle instead" in m]
+    assert len(fell_back) == (1 if one_task_scan == "refused" else 0), lines
+    assert sum(m.startswith("compacting ") for m in lines) == 2, lines  # two jobs
+
+
 def test_compaction_with_a_partition_the_table_does_not_have_changes_nothing(spark, schema,
                                                                              small_files_table):
     fs = HadoopFS(spark)
