@@ -28,8 +28,8 @@ def sync_changed_partitions(spark: SparkSession, fs: HadoopFS, location: str, ta
         path = f"{location.rstrip('/')}/{part}"
         if spec is None:
             return _sync_all(spark, location, table, change)
-        if part in change.filled or fs.exists(path):
-            stats = change.partition_stats.get(part, FileStats(0, 0, 0))
+        stats = change.partition_stats.get(part, FileStats(0, 0, 0))
+        if part in change.filled or stats.files or fs.exists(path):
             (changed if part in change.registered else new)[part] = (path, stats)
         else:
             gone.append(spec)

@@ -18,6 +18,7 @@ from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.staging import table_file_stats
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.files import current_files, file_entry
+from python_adapter.table.timeline import DEFERRED, PARTITION_STATS
 from python_adapter.table.transaction import Transaction
 from python_adapter.table.lock import LockOptions, WriterLock, break_lock, describe_holder
 
@@ -83,7 +84,9 @@ def adopt_if_foreign(spark: SparkSession, table: TableRef, info: TableInfo,
     (`adopt`: sizes, rows and, given the model's key column, its min / max per file, from
     their footers), so writes and table services from now on see them as the table's files,
     a file deleted outside its commits is noticed, and upsert tagging rules files out by key
-    range instead of reading them. Runs under the writer lock, after recovery."""
+    range instead of reading them. Runs under the writer lock, after recovery. The files
+    do not change, so the table's registered partitions keep the statistics their writer
+    left until the next commit, which writes them for every partition."""
     if proto.timeline.completed():
         return
     files = current_files(proto.fs, proto.location)
@@ -96,10 +99,12 @@ def adopt_if_foreign(spark: SparkSession, table: TableRef, info: TableInfo,
     proto.log(f"adopting {table.schema}.{table.identifier}: {format_count(len(files))} files not "
               f"written by this adapter recorded as its first commit ({rows} rows{keys})")
     catalog = SparkCatalog(spark, proto.fs, table, proto.location, proto.log)
-    with Transaction(proto, catalog, "adopt", info.partition_columns) as txn:
+    with Transaction(proto, catalog, "adopt", info.partition_columns,
+                     extra={PARTITION_STATS: DEFERRED}) as txn:
         txn.add([file_entry(f.partition, f.path, stats[f.path][0], f.bytes,
                             key_range=stats[f.path][1:]) for f in files])
-        # the partitions its writer registered need nothing; others are registered now
+        # the partitions its writer registered need nothing now (their statistics come
+        # with the next commit: transaction.py); others are registered, with theirs
         if info.partition_columns:
             txn.registered = registered_partitions(spark, table)
 

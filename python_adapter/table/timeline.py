@@ -82,6 +82,10 @@ DEFINES_TABLE = "defines_table"
 PREVIOUS_DDL = "previous_ddl"            # the CREATE statement of the definition it replaces
 PREVIOUS_LOCATION = "previous_location"
 PREVIOUS_TYPE = "previous_type"          # MANAGED or EXTERNAL
+# extra key of an adoption, which changes no file: "deferred" = the statistics of partitions
+# registered already are written by the table's next commit (for every partition)
+PARTITION_STATS = "partition_stats"
+DEFERRED = "deferred"
 
 
 META_DIR = ".sized"

@@ -22,7 +22,8 @@ from python_adapter.errors import LockLostError
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.faults import fault_point
 from python_adapter.table.files import FileStats, file_stats, partition_stats, partitions_of
-from python_adapter.table.timeline import FileEntry, Instant, replay
+from python_adapter.table.timeline import (DEFERRED, PARTITION_STATS, FileEntry, Instant,
+                                           replay)
 
 
 @dataclass(frozen=True)
@@ -113,11 +114,8 @@ class Transaction:
             self.proto.publish(inflight)
             if self.define is not None:
                 self.define(self.instant)
-            # A new definition holds no partition yet: only the new files' concern it.
-            changed = partitions_of(self.added) if self.define is not None \
-                else partitions_of(self.added, self.removed)
             after = replay(list(self.proto.timeline.file_index().values()), [inflight])
-            self.catalog.sync(CatalogChange.of(after, changed, self.registered,
+            self.catalog.sync(CatalogChange.of(after, self._changed(after), self.registered,
                                                partitions_of(self.added)))
             fault_point("synced")
             self.done = self.proto.complete(inflight, extra=self.completed_extra)
@@ -126,6 +124,22 @@ class Transaction:
         except Exception:
             self._abort()
             raise
+
+    def _changed(self, after: Mapping[str, FileEntry]) -> set:
+        """The partitions whose statistics the catalog is given. A new definition holds no
+        partition yet: only the new files' concern it. An adoption changes no file: the
+        partitions registered already keep the figures their writer left (altering hundreds
+        of partitions costs seconds, and a compaction usually follows at once); the commit
+        after it gives every partition its statistics."""
+        if self.define is not None:
+            return partitions_of(self.added)
+        changed = partitions_of(self.added, self.removed)
+        if self.extra.get(PARTITION_STATS) == DEFERRED:
+            return changed - self.registered
+        done = self.proto.timeline.completed()
+        if done and done[-1].extra.get(PARTITION_STATS) == DEFERRED:
+            return changed | {e.partition for e in after.values()}
+        return changed
 
     def _abort(self) -> None:
         """Undo now rather than leave it to the next writer's recovery."""

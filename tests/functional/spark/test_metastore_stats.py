@@ -129,6 +129,49 @@ def test_a_crash_after_the_metastore_was_told_leaves_the_statistics_of_the_table
     assert_stats(spark, schema, table.identifier)
 
 
+def _foreign(spark, schema, name, events):
+    """A table written by plain Spark: two loads of three days, two files a day, the
+    statistics its writer left in the metastore (Hive's numFiles / totalSize, no numRows)."""
+    spark.sql(f"CREATE TABLE {schema}.{name} (id bigint, payload string, amount double, "
+              f"tag string, gone boolean, day date) USING parquet PARTITIONED BY (day)")
+    for k in range(2):
+        events(days=3, id_offset=k * 10**6).withColumn("gone", F.lit(False)) \
+            .select("id", "payload", "amount", "tag", "gone", "day").repartition(1) \
+            .write.insertInto(f"{schema}.{name}")
+    return TableRef(schema, name)
+
+
+def test_an_adoption_leaves_partition_statistics_to_the_next_commit_across_a_crash(
+        spark, schema, events, monkeypatch):
+    """Adopting changes no file, so the partitions keep their writer's figures (altering
+    hundreds of them costs seconds, and the compaction that adopted is about to change
+    them): the next commit writes every partition's, also after a crash in between."""
+    from python_adapter.spark.cluster_exec import run_compaction
+    table = _foreign(spark, schema, "fa", events)
+    written_by_spark, _ = metastore_params(spark, schema, "fa")
+    monkeypatch.setenv("SIZED_SPARK_FAULT", "clustering_staged")  # adopted, then a crash
+    faults.reset()
+    with pytest.raises(InjectedCrash):
+        run_compaction(spark, table, {}, **QUIET)
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    lock.forget_held_locks()
+    faults.reset()
+    spark.catalog.refreshTable(f"{schema}.fa")
+    parts, table_stats = metastore_params(spark, schema, "fa")
+    assert parts == written_by_spark and table_stats == truth(spark, schema, "fa")[1]
+    result = run_compaction(spark, table, {}, **QUIET)  # executes the plan left behind
+    assert result.executed_plans == 1 and result.files_replaced == 6
+    assert_stats(spark, schema, "fa")
+
+
+def test_an_incremental_run_that_adopts_a_table_writes_every_partitions_statistics(
+        spark, schema, events):
+    table = _foreign(spark, schema, "fi", events)
+    one_day = events(days=1, id_offset=10**9).withColumn("gone", F.lit(False))
+    write_dataframe(spark, one_day, table, cfg(), **QUIET)
+    assert_stats(spark, schema, "fi")
+
+
 def test_partition_records_are_the_same_with_and_without_the_helper_jar(spark, schema):
     """A cluster session has no helper jar: its records, built by a few py4j calls each,
     must be those the jar's one call builds (spec, directory, statistics)."""
