@@ -29,6 +29,7 @@ from typing import (Any, Callable, Collection, Dict, List, Mapping, Optional, Se
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from python_adapter.core.clustering import plan_groups
 from python_adapter.core.compaction import (SPLIT_RATIO, pack_outputs, partition_filter,
@@ -601,8 +602,8 @@ def one_file_per_group(spark: SparkSession, df: DataFrame,
     return _sort_within(routed.drop("__sized_route"), cluster_by, strategy, data_cols)
 
 
-def read_per_task(spark: SparkSession, location: str, schema, task_files: Sequence[Sequence[str]],
-                  pcols: Sequence[str]) -> DataFrame:
+def read_per_task(spark: SparkSession, location: str, schema: Optional[StructType],
+                  task_files: Sequence[Sequence[str]], pcols: Sequence[str]) -> DataFrame:
     """The rows of each list of files read by one task of its own (planned so under
     _ONE_TASK_SCAN): a union of one scan per task, task i holding task_files[i]. Within a
     task, rows are ordered by partition, then file, then row: each file's rows in their
