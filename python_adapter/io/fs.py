@@ -175,7 +175,8 @@ class HadoopFS:
                 _rename_local(*local, make_parent=parent not in made)
             else:
                 jsrc, jdst = self._path(src), self._path(dst)
-                fs = fs or self._fs(jsrc)
+                if fs is None:
+                    fs = self._fs(jsrc)
                 if parent not in made:
                     fs.mkdirs(jdst.getParent())
                 if not fs.rename(jsrc, jdst):

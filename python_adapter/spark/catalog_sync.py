@@ -29,7 +29,7 @@ def sync_changed_partitions(spark: SparkSession, fs: HadoopFS, location: str, ta
         if spec is None:
             return _sync_all(spark, location, table, change)
         stats = change.partition_stats.get(part, FileStats(0, 0, 0))
-        if part in change.filled or stats.files or fs.exists(path):
+        if stats.files or fs.exists(path):  # a directory left without data files stays
             (changed if part in change.registered else new)[part] = (path, stats)
         else:
             gone.append(spec)

@@ -33,15 +33,14 @@ class CatalogChange:
     partitions and of the whole table after it, from the files the timeline records."""
     changed: set            # partition directories the commit added or removed files in
     registered: set         # partitions known to be registered before the commit
-    filled: set             # partitions known to hold files (they just received one)
     partition_stats: Dict[str, FileStats]
     table_stats: FileStats
 
     @staticmethod
-    def of(index: Mapping[str, FileEntry], changed: set, registered: set = frozenset(),
-           filled: set = frozenset()) -> "CatalogChange":
+    def of(index: Mapping[str, FileEntry], changed: set, registered: set = frozenset()
+           ) -> "CatalogChange":
         """The change to `changed` partitions, `index` being the table's files after it."""
-        return CatalogChange(set(changed), set(registered), set(filled),
+        return CatalogChange(set(changed), set(registered),
                              partition_stats(index, changed), file_stats(index.values()))
 
 
@@ -115,8 +114,7 @@ class Transaction:
             if self.define is not None:
                 self.define(self.instant)
             after = replay(list(self.proto.timeline.file_index().values()), [inflight])
-            self.catalog.sync(CatalogChange.of(after, self._changed(after), self.registered,
-                                               partitions_of(self.added)))
+            self.catalog.sync(CatalogChange.of(after, self._changed(after), self.registered))
             fault_point("synced")
             self.done = self.proto.complete(inflight, extra=self.completed_extra)
         except LockLostError:
