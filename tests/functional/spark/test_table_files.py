@@ -57,6 +57,19 @@ def test_read_files_reads_exactly_the_named_files(spark, schema):
     assert sorted(per_slot) == sorted(slots.values())
 
 
+def test_read_files_reads_a_file_whose_name_holds_a_newline(spark, schema):
+    # read_files sends the paths to the JVM joined by newlines: a name holding one (legal,
+    # though no writer of ours makes it) must still be read as itself
+    fs, location, files = _table(spark, schema)
+    src = next(f for f in files if f.startswith("region=plain/"))
+    odd = "region=plain/odd\nname.parquet"
+    fs.rename(f"{location}/{src}", f"{location}/{odd}")
+    names = [odd if f == src else f for f in files]
+    got = read_files(spark, location, spark.table(f"{schema}.t").schema, names)
+    assert got.count() == 60
+    assert read_files(spark, location, None, [odd]).count() > 0
+
+
 def test_sync_changed_partitions_adds_and_drops_only_those(spark, schema):
     fs, location, files = _table(spark, schema)
     table = TableRef(schema, "t")

@@ -1,8 +1,11 @@
 package sizedspark.fs;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.time.LocalDate;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.Collectors;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -33,12 +36,30 @@ public final class StagedFiles {
 
   private StagedFiles() {}
 
+  /** Footers are read in parallel (an adopted table has thousands of small files, each
+   *  read costs an open and a seek), and written out in the listing's order. */
   public static String scan(Configuration conf, String dir, String keyColumn) throws IOException {
-    StringBuilder out = new StringBuilder();
+    List<FileStatus> files = new ArrayList<>();
     for (FileStatus st : VisibleFiles.walk(conf, dir)) {
       if (st.getPath().getName().endsWith(".parquet")) {
-        describe(out, conf, st, keyColumn);
+        files.add(st);
       }
+    }
+    try {
+      return files.parallelStream()
+          .map(st -> describe(conf, st, keyColumn))
+          .collect(Collectors.joining());
+    } catch (UncheckedIOException e) {
+      throw e.getCause();
+    }
+  }
+
+  private static String describe(Configuration conf, FileStatus st, String keyColumn) {
+    StringBuilder out = new StringBuilder();
+    try {
+      describe(out, conf, st, keyColumn);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
     return out.toString();
   }
