@@ -7,12 +7,15 @@ before clustering and after linear, Z-order and Hilbert clustering (same table, 
 The table (unpartitioned; event_id, session_id, user_id, event_time, event_type, amount,
 payload) is written by ours with incremental_strategy 'insert' and small_file_limit 0, one
 write per arrival day, so every session's events are spread over many files. Then the same
-table is clustered three times in a row (each run rewrites every file from the previous
-layout): linear on session_id, zorder on (session_id, user_id), hilbert on (session_id,
-user_id). In each state, point queries on session_id and on user_id (a few random values,
-averaged) report rows scanned and files from the scan's Spark SQL metrics, the files whose
-row groups were actually read (per-task input metrics, one file per task) and the wall time.
-Writes <out>/clustering.md. See benchmarks/README.md.
+table is clustered five times in a row (each run rewrites every file from the previous
+layout): linear on session_id, zorder and hilbert on (session_id, user_id), then zorder and
+hilbert on (session_id, user_id, event_time). In each state, point queries on session_id,
+user_id and event_time (a few random values, averaged) report rows scanned and files from
+the scan's Spark SQL metrics, the files whose row groups were actually read (per-task input
+metrics, one file per task) and the wall time. Each curve state is also set against a
+balanced grid of its N files over its k columns (a point query on one column meets
+N^(1-1/k) files, N^(-1/k) of the rows; goal: at most 1.5x, with every file but one within
+0.5-1.25 x target). Writes <out>/clustering.md. See benchmarks/README.md.
 """
 import argparse
 import os
@@ -42,15 +45,21 @@ TABLE = "cl_events"
 SOURCE = f"{SCHEMA}.cl_source"          # every row once, partitioned by arrival batch
 START_EPOCH = 1_764_547_200             # 2025-12-01 00:00:00 UTC: batch b = day b
 COLS = ["event_id", "session_id", "user_id", "event_time", "event_type", "amount", "payload"]
-QUERY_COLS = ("session_id", "user_id")
+QUERY_COLS = ("session_id", "user_id", "event_time")
+THREE = ["session_id", "user_id", "event_time"]
 STEPS = [("linear (session_id)", ["session_id"], "linear"),
          ("zorder (session_id, user_id)", ["session_id", "user_id"], "zorder"),
-         ("hilbert (session_id, user_id)", ["session_id", "user_id"], "hilbert")]
+         ("hilbert (session_id, user_id)", ["session_id", "user_id"], "hilbert"),
+         ("zorder (session_id, user_id, event_time)", THREE, "zorder"),
+         ("hilbert (session_id, user_id, event_time)", THREE, "hilbert")]
 
 # Goals (printed, never asserted).
 GOAL_ROWS_SHARE = 0.02     # a point query on session_id scans at most 2% of the rows ...
 GOAL_SPEEDUP = 2.0         # ... and runs at least 2x faster than before clustering
 GOAL_FILES_RATIO = 3.0     # user_id point query: zorder / hilbert scan 3x fewer files than linear
+GOAL_GRID = 1.5            # curves: a point query on each clustered column reads at most 1.5 x
+                           # a balanced grid's N^(1-1/k) files of N (k columns) and share of rows
+GOAL_SIZE = (0.5, 1.25)    # ... with every file but one within these multiples of the target
 
 
 def main(argv=None):
@@ -193,6 +202,7 @@ class Queries:
     table_rows: int
     runs: int
     log: Callable[[str], None]
+    target: int
 
 
 def measure_state(spark, label, queries):
@@ -204,7 +214,9 @@ def measure_state(spark, label, queries):
     sizes = [f.bytes for f in lay.files]
     largest = max(sizes)
     out = {"label": label, "files": len(sizes), "bytes": sum(sizes),
-           "median_file": statistics.median(sizes), "queries": {}}
+           "median_file": statistics.median(sizes), "queries": {},
+           "off_size": sum(1 for b in sizes
+                           if not GOAL_SIZE[0] * queries.target <= b <= GOAL_SIZE[1] * queries.target)}
     for col in QUERY_COLS:
         def query(v, col=col):
             return spark.table(f"{SCHEMA}.{TABLE}").where(F.col(col) == F.lit(v))
@@ -337,7 +349,7 @@ def cluster_and_measure(spark, step, options, queries):
 
 
 def run(args):
-    """The table written in arrival batches, measured, then clustered three times in a row,
+    """The table written in arrival batches, measured, then clustered five times in a row,
     measured after each."""
     target = parse_size(args.target, "--target")
     sessions = args.sessions or max(1, args.rows // 15)
@@ -351,7 +363,7 @@ def run(args):
     spark = start_spark(work.tmp, args.driver_memory)
     try:
         values = write_source(spark, args, sessions, users)
-        queries = Queries(values, write_table(spark, args, log), args.runs, log)
+        queries = Queries(values, write_table(spark, args, log), args.runs, log, target)
         say("measuring: before clustering ...")
         states = [measure_state(spark, "before clustering", queries)]
         group = group_size(args, states[0]["bytes"], target)
@@ -423,6 +435,33 @@ def goal_lines(states):
                 f"linear = {ratio:.2f}x fewer -> {'PASS' if ratio >= GOAL_FILES_RATIO else 'FAIL'}"
                 f" (goal: at least {GOAL_FILES_RATIO:g}x fewer)"
                 + (" [the goal's metric: files scanned]" if key == "read" else ""))
+    return lines + grid_lines(states)
+
+
+def grid_lines(states):
+    """Each curve state against a balanced grid of its N files over its k columns: a point
+    query on one column meets N^(1-1/k) files, a share N^(-1/k) of the rows."""
+    lines = []
+    for s, (_label, cols, strategy) in zip(states[1:], STEPS):
+        if strategy == "linear":
+            continue
+        n, k = s["files"], len(cols)
+        files, share = n ** (1 - 1 / k), n ** (-1 / k)
+        for col in cols:
+            q = s["queries"][col]
+            measured = [("files by min/max", q["minmax"], files),
+                        ("files read", q["read"], files),
+                        ("rows scanned", q["share"], share)]
+            parts = [f"{name} {fmt(got, ',.1f') if name != 'rows scanned' else f'{100 * got:.2f}%'}"
+                     f" = {fmt(got / limit if got is not None else None, '.2f')}x the grid's "
+                     f"{f'{limit:,.1f}' if name != 'rows scanned' else f'{100 * limit:.2f}%'}"
+                     for name, got, limit in measured]
+            ok = all(got is not None and got <= GOAL_GRID * limit for _n, got, limit in measured)
+            lines.append(f"{s['label']}: {col} point query: {'; '.join(parts)} -> "
+                         f"{'PASS' if ok else 'FAIL'} (goal: at most {GOAL_GRID:g}x)")
+        lines.append(f"{s['label']}: {s['off_size']} of {n} files outside "
+                     f"{GOAL_SIZE[0]:g}-{GOAL_SIZE[1]:g} x target -> "
+                     f"{'PASS' if s['off_size'] <= 1 else 'FAIL'} (goal: at most one)")
     return lines
 
 
@@ -434,8 +473,8 @@ def notes(args, res):
         f"ids) of {res.users:,} users, each session's events spread over the {args.batches} "
         f"arrival days. Written by ours, one `insert` per day, small_file_limit 0, "
         f"distribution exact: {states[0]['files']} files, {states[0]['bytes'] / 1e6:,.1f} MB.",
-        "The same table is clustered three times in a row (linear, then zorder, then "
-        "hilbert); every run rewrites all files of the previous layout (all are below the "
+        "The same table is clustered five times in a row (linear, then zorder and hilbert on "
+        "two columns, then on three); every run rewrites all files of the previous layout (all are below the "
         "clustering small-file limit, 3 x 100/128 of the target when the writes' limit is 0).",
         "Clustering options: target_file_size " + f"{target:,} B, max_bytes_per_group "
         + ("the engine's default (16 x target)" if group is None else

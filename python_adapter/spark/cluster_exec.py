@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from python_adapter.core.clustering import plan_groups
+from python_adapter.core.clustering import grid_cells, plan_groups
 from python_adapter.core.compaction import (SPLIT_RATIO, pack_outputs, partition_filter,
                                             plan_compaction)
 from python_adapter.core.config import (ClusterOptions, CompactOptions, cluster_options,
@@ -42,7 +42,7 @@ from python_adapter.errors import ConfigError, WriteError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import TableInfo, TableRef
 from python_adapter.spark.catalog_sync import SparkCatalog
-from python_adapter.spark.curve_keys import with_curve_key
+from python_adapter.spark.curve_keys import cell_column, with_curve_key
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.locking import locked_table, open_table
 from python_adapter.spark.partition_where import partition_where
@@ -658,18 +658,25 @@ def in_file_order(spark: SparkSession, df: DataFrame, groups: Mapping[str, Seque
 def _sort_within(df, cluster_by, strategy, data_cols):
     if strategy == "linear":
         return df.sortWithinPartitions(*cluster_by)
-    keyed, key = with_curve_key(df, cluster_by, strategy, RANK_BITS)
-    return keyed.sortWithinPartitions(key).select(*data_cols)
+    curve = with_curve_key(df, cluster_by, strategy, RANK_BITS)
+    return curve.df.sortWithinPartitions(curve.key).select(*data_cols)
 
 
-def order_rows(df: DataFrame, cluster_by: Sequence[str], strategy: str, num_files: int,
-               partition_by: Sequence[str] = ()) -> DataFrame:
-    """Rows in `num_files` tasks, each a contiguous range of the clustering order, sorted."""
+def order_rows(df: DataFrame, cluster_by: Sequence[str], strategy: str,
+               num_files: int) -> DataFrame:
+    """Rows in `num_files` tasks, each a file's rows, sorted. Linear: contiguous ranges of
+    the sort. Z-order and Hilbert: the grid cells of core/clustering.grid_cells (boxes in
+    the columns' ranks, so min/max rule a file out of a point query on any of them), each
+    sorted along the curve (which orders its row groups and pages)."""
     data_cols = df.columns
     if strategy == "linear":
-        return (df.repartitionByRange(num_files, *partition_by, *cluster_by)
-                  .sortWithinPartitions(*partition_by, *cluster_by))
-    keyed, key = with_curve_key(df, cluster_by, strategy, RANK_BITS)
-    return (keyed.repartitionByRange(num_files, *partition_by, key)
-                 .sortWithinPartitions(*partition_by, key)
-                 .select(*data_cols))
+        return df.repartitionByRange(num_files, *cluster_by).sortWithinPartitions(*cluster_by)
+    curve = with_curve_key(df, cluster_by, strategy, RANK_BITS)
+    cells = grid_cells(curve.sample, num_files)
+    # bigint, as routing_keys hashes them (Spark hashes an int differently)
+    routes = F.array(*[F.lit(k) for k in routing_keys(num_files)]).cast("array<bigint>")
+    route = F.element_at(routes, cell_column(cells, curve.ranks) + 1)
+    return (curve.df.withColumn("__sized_route", route)
+            .repartition(num_files, "__sized_route")
+            .sortWithinPartitions(curve.key)
+            .select(*data_cols))

@@ -8,6 +8,7 @@ moves a row to a neighbouring file, it never changes what is written.
 """
 import math
 import re
+from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 from pyspark.sql import Column, DataFrame
@@ -15,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from python_adapter.core import curves
+from python_adapter.core.clustering import Cell, Split
 from python_adapter.errors import ConfigError
 
 SAMPLE_PER_BUCKET = 20      # as Spark's RangePartitioner samples per output partition
@@ -23,30 +25,49 @@ _SEPARATORS = ("\x1f", "\x1e", "\x1d", "\x1c", "\x00")   # rare in text: split o
 _RANKABLE = (T.NumericType, T.StringType, T.DateType, T.TimestampType, T.BooleanType)
 
 
+@dataclass(frozen=True)
+class CurveKey:
+    """Rows with their place on the curve: `df` holds the bigint column `key` ordering
+    rows along it and, per clustering column, its rank column (`ranks`); `sample` is the
+    ranks of the sample the cut points came from (where to cut the rows into files)."""
+    df: DataFrame
+    key: str
+    ranks: Tuple[str, ...]
+    sample: Tuple[Tuple[int, ...], ...]
+
+
 def with_curve_key(df: DataFrame, cluster_by: Sequence[str], strategy: str,
-                   bits: int) -> Tuple[DataFrame, str]:
-    """(df with a bigint column ordering rows along the curve, that column's name).
-    Each column gets `curves.key_bits` bits (fewer than `bits` past 6 columns), so the value
-    fits a bigint; both curves equal the pure functions of `core/curves.py` over the ranks."""
+                   bits: int) -> CurveKey:
+    """df with a Z-order or Hilbert key. Each column gets `curves.key_bits` bits (fewer
+    than `bits` past 6 columns), so the value fits a bigint; both curves equal the pure
+    functions of `core/curves.py` over the ranks."""
     try:
         bits = curves.key_bits(len(cluster_by), bits)
     except ValueError as e:
         raise ConfigError(f"cluster_by: {e}") from None
-    ranked, ranks = _with_ranks(df, cluster_by, bits)
+    ranked, ranks, sample = _with_ranks(df, cluster_by, bits)
     keyed = ranked.withColumn(KEY, _morton(ranks, bits))
-    if strategy == "zorder" or len(ranks) == 1:
-        return keyed, KEY
     steps = curves.hilbert_table_levels(len(ranks), bits)
-    if steps:
-        return _hilbert_by_tables(keyed, len(ranks), bits, steps), KEY
-    return _hilbert_by_arithmetic(keyed, len(ranks), bits), KEY
+    if strategy != "zorder" and len(ranks) > 1:
+        keyed = _hilbert_by_tables(keyed, len(ranks), bits, steps) if steps else \
+            _hilbert_by_arithmetic(keyed, len(ranks), bits)
+    return CurveKey(keyed, KEY, tuple(ranks), sample)
+
+
+def cell_column(cell: Cell, ranks: Sequence[str]) -> Column:
+    """The file number core/clustering.cell_of gives each row, from its rank columns."""
+    if not isinstance(cell, Split):
+        return F.lit(cell)
+    return F.when(F.col(ranks[cell.dim]) < cell.below, cell_column(cell.low, ranks)) \
+        .otherwise(cell_column(cell.high, ranks))
 
 
 def _with_ranks(df: DataFrame, cluster_by: Sequence[str], bits: int):
+    """(df with a rank column per clustering column, their names, the sample's ranks)."""
     buckets = 1 << bits
     types = {f.name.lower(): f.dataType for f in df.schema.fields}
     sample = _sample(df, cluster_by, buckets * SAMPLE_PER_BUCKET)
-    ranks = []
+    ranks, sample_ranks = [], []
     for i, col in enumerate(cluster_by):
         if not isinstance(types[col.lower()], _RANKABLE):
             raise ConfigError(f"cluster_by: column {col!r} is {types[col.lower()].simpleString()}; "
@@ -56,7 +77,16 @@ def _with_ranks(df: DataFrame, cluster_by: Sequence[str], bits: int):
             curves.quantile_boundaries(values, buckets), bits) if values else []
         df = _with_rank(df, col, (levels, types[col.lower()]), f"__sized_rank{i}")
         ranks.append(f"__sized_rank{i}")
-    return df, ranks
+        sample_ranks.append(_ranks_of([r[i] for r in sample], levels))
+    return df, ranks, tuple(zip(*sample_ranks))
+
+
+def _ranks_of(values: Sequence, levels: Sequence[Sequence]) -> List[int]:
+    """curves.rank_of of each value in Spark's order (nulls first: 0; NaN above all)."""
+    if not levels:
+        return [0] * len(values)
+    keyed = [[_sort_key(v) for v in level] for level in levels]
+    return [0 if v is None else curves.rank_of(_sort_key(v), keyed) for v in values]
 
 
 def _sample(df: DataFrame, cols: Sequence[str], size: int) -> list:

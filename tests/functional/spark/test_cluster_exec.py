@@ -97,6 +97,37 @@ def test_curve_clustering_prunes_both_columns_better_than_linear(spark, schema, 
     assert zorder_user < linear_user
 
 
+@pytest.mark.parametrize("strategy,cols", [("zorder", ["a", "b"]), ("hilbert", ["a", "b", "c"])])
+def test_curve_clustering_cuts_files_like_a_grid(spark, schema, strategy, cols):
+    """Uniform independent columns clustered into N files: a point query on any one of k
+    columns meets (by the files' min/max) at most 1.5 x the N^(1-1/k) files of a balanced
+    grid, and every file but one is between 0.5 and 1.25 x the target."""
+    table = TableRef(schema, f"grid_{strategy}")
+    cfg = parse_config({"incremental_strategy": "insert", "target_file_size": 400_000,
+                        "small_file_limit": 0})
+    for b in range(3):
+        write_dataframe(spark, spark.sql(f"""
+            select cast(pmod(hash(i, {b}, 1), 100000) as bigint) as a,
+                   cast(pmod(hash(i, {b}, 2), 100000) as bigint) as b,
+                   cast(pmod(hash(i, {b}, 3), 100000) as bigint) as c
+            from (select explode(sequence(1, 40000)) as i)"""), table, cfg, **QUIET)
+    before = sorted(tuple(r) for r in spark.table(f"{schema}.grid_{strategy}").collect())
+    target = 24_000
+    run_clustering(spark, table, cols, strategy, target_file_size=target,
+                   small_file_limit=10**9, max_bytes_per_group=10**9, **QUIET)
+    assert sorted(tuple(r) for r in spark.table(f"{schema}.grid_{strategy}").collect()) == before
+    files = read_layout(spark, table, cols).files
+    n = len(files)
+    assert n >= 16
+    sizes = sorted(f.bytes for f in files)
+    assert sum(1 for b in sizes if not 0.5 * target <= b <= 1.25 * target) <= 1, (n, sizes)
+    limit = n ** (1 - 1 / len(cols))
+    for d, col in enumerate(cols):
+        met = [sum(1 for f in files if f.ranges[d][1] <= v <= f.ranges[d][2])
+               for v in range(0, 100000, 997)]
+        assert sum(met) / len(met) <= 1.5 * limit, (col, sum(met) / len(met), limit, n)
+
+
 def test_schedule_only_then_execute_later(spark, schema, small_files_table):
     before = all_rows(spark, schema, "arr")
     res = run_clustering(spark, small_files_table, ["session"], schedule_only=True, **QUIET)
@@ -264,17 +295,19 @@ def test_curve_keys_in_spark_match_the_pure_curves(spark, strategy, cols):
                cast(pmod(hash(i, 6), 1500) as double) as c, i % 3 = 0 as e,
                timestamp'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, i % 997) as t
         from (select explode(sequence(1, 4000)) as i)""")
-    keyed, key = with_curve_key(df, cols, strategy, 10)
-    rows = keyed.select(*cols, key).collect()
+    curve = with_curve_key(df, cols, strategy, 10)
+    rows = curve.df.select(*cols, curve.key).collect()
+    # the driver's ranks of the sample (here every row) are the ranks Spark gives them
+    assert sorted(curve.sample) == sorted(tuple(r) for r in curve.df.select(*curve.ranks).collect())
     bits = curves.key_bits(len(cols), 10)      # 63 // 7 = 9 bits past 6 columns
     levels = {}
     for i, c in enumerate(cols):
         values = sorted(r[i] for r in rows if r[i] is not None)
         levels[c] = curves.search_levels(curves.quantile_boundaries(values, 1 << bits), bits)
-    curve = curves.z_value if strategy == "zorder" else curves.hilbert_index
+    index_of = curves.z_value if strategy == "zorder" else curves.hilbert_index
     for r in rows:
         ranks = [0 if r[i] is None else curves.rank_of(r[i], levels[c]) for i, c in enumerate(cols)]
-        assert r[len(cols)] == curve(ranks, bits), (r, ranks)
+        assert r[len(cols)] == index_of(ranks, bits), (r, ranks)
     assert len({r[len(cols)] for r in rows}) > 3000    # keys spread, not collapsed
 
 

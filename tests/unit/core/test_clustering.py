@@ -2,11 +2,12 @@ import bisect
 import collections
 import itertools
 import random
+from collections import Counter
 
 import pytest
 
 from python_adapter.core.config import cluster_options
-from python_adapter.core.clustering import plan_groups
+from python_adapter.core.clustering import Split, cell_of, grid_cells, plan_groups
 from python_adapter.core.curves import (MAX_TABLE_ENTRIES, KEY_BITS, hilbert_index,
                                         hilbert_index_by_tables, hilbert_table,
                                         hilbert_table_levels, key_bits, quantile_boundaries,
@@ -138,3 +139,43 @@ def test_fewer_values_than_ranks_still_rank_in_order():
     levels = search_levels(quantile_boundaries(values, 16), 4)
     ranks = [rank_of(v, levels) for v in ["a", "b", "c", "d", "e", "f", "g"]]
     assert ranks == sorted(ranks) and ranks[0] < ranks[-1]
+
+
+def _boxes(cell, lo, hi, out):
+    """{file: (lows, highs)} of a grid: each file's box in rank space, [lo, hi)."""
+    if not isinstance(cell, Split):
+        out[cell] = (lo, hi)
+        return out
+    _boxes(cell.low, lo, hi[:cell.dim] + (cell.below,) + hi[cell.dim + 1:], out)
+    _boxes(cell.high, lo[:cell.dim] + (cell.below,) + lo[cell.dim + 1:], hi, out)
+    return out
+
+
+@pytest.mark.parametrize("dims,files", [(2, 29), (2, 16), (3, 27), (3, 50), (2, 7)])
+def test_grid_cells_are_equal_boxes_a_point_query_meets_few_of(dims, files):
+    rnd = random.Random(dims * 100 + files)
+    points = [tuple(rnd.randrange(1024) for _ in range(dims)) for _ in range(20_000)]
+    grid = grid_cells(points, files)
+    counts = Counter(cell_of(p, grid) for p in points)
+    assert sorted(counts) == list(range(files))
+    assert max(counts.values()) <= 1.1 * min(counts.values())
+    boxes = _boxes(grid, (0,) * dims, (1024,) * dims, {})
+    limit = files ** (1 - 1 / dims)     # a balanced grid's cells met by a point query
+    for d in range(dims):
+        met = [sum(1 for lo, hi in boxes.values() if lo[d] <= v < hi[d]) for v in range(1024)]
+        assert sum(met) / len(met) <= 1.5 * limit, (d, sum(met) / len(met), limit)
+
+
+def test_grid_cells_cut_another_column_where_one_cannot_split_evenly():
+    # column 0 has two values (90% / 10%); column 1 spreads: halves are cut on column 1
+    rnd = random.Random(3)
+    points = [(0 if rnd.random() < 0.9 else 1000, rnd.randrange(1024)) for _ in range(10_000)]
+    grid = grid_cells(points, 2)
+    assert isinstance(grid, Split) and grid.dim == 1
+    counts = Counter(cell_of(p, grid) for p in points)
+    assert abs(counts[0] - counts[1]) < 0.05 * len(points)
+
+
+def test_grid_cells_of_equal_points_is_one_file():
+    assert grid_cells([(5, 5)] * 100, 8) == 0
+    assert grid_cells([], 4) == 0 and grid_cells([(1, 2)], 1) == 0
