@@ -9,8 +9,8 @@ payload) is written by ours with incremental_strategy 'insert' and small_file_li
 write per arrival day, so every session's events are spread over many files. Then the same
 table is clustered five times in a row (each run rewrites every file from the previous
 layout): linear on session_id, zorder and hilbert on (session_id, user_id), then zorder and
-hilbert on (session_id, user_id, event_time). In each state, point queries on session_id,
-user_id and event_time (a few random values, averaged) report rows scanned and files from
+hilbert on (session_id, user_id, amount). In each state, point queries on session_id,
+user_id and amount (a few random values, averaged) report rows scanned and files from
 the scan's Spark SQL metrics, the files whose row groups were actually read (per-task input
 metrics, one file per task) and the wall time. Each curve state is also set against a
 balanced grid of its N files over its k columns (a point query on one column meets
@@ -45,13 +45,15 @@ TABLE = "cl_events"
 SOURCE = f"{SCHEMA}.cl_source"          # every row once, partitioned by arrival batch
 START_EPOCH = 1_764_547_200             # 2025-12-01 00:00:00 UTC: batch b = day b
 COLS = ["event_id", "session_id", "user_id", "event_time", "event_type", "amount", "payload"]
-QUERY_COLS = ("session_id", "user_id", "event_time")
-THREE = ["session_id", "user_id", "event_time"]
+# The third column is a double: Spark writes timestamps as INT96 by default, whose Parquet
+# statistics no reader uses, so a point query on event_time reads every file whatever the layout.
+QUERY_COLS = ("session_id", "user_id", "amount")
+THREE = ["session_id", "user_id", "amount"]
 STEPS = [("linear (session_id)", ["session_id"], "linear"),
          ("zorder (session_id, user_id)", ["session_id", "user_id"], "zorder"),
          ("hilbert (session_id, user_id)", ["session_id", "user_id"], "hilbert"),
-         ("zorder (session_id, user_id, event_time)", THREE, "zorder"),
-         ("hilbert (session_id, user_id, event_time)", THREE, "hilbert")]
+         ("zorder (session_id, user_id, amount)", THREE, "zorder"),
+         ("hilbert (session_id, user_id, amount)", THREE, "hilbert")]
 
 # Goals (printed, never asserted).
 GOAL_ROWS_SHARE = 0.02     # a point query on session_id scans at most 2% of the rows ...
@@ -411,7 +413,9 @@ def goal_lines(states):
     before = states[0]["queries"]["session_id"]
     by = {s["label"]: s["queries"] for s in states}
     lines = []
-    for s in states[1:]:
+    for s, (_label, cols, _strategy) in zip(states[1:], STEPS):
+        if len(cols) > 2:  # a grid over 3 columns cuts each one in fewer ranges (grid_lines)
+            continue
         q = s["queries"]["session_id"]
         speed = before["wall"] / q["wall"]
         lines.append(
