@@ -47,11 +47,18 @@ def with_curve_key(df: DataFrame, cluster_by: Sequence[str], strategy: str,
         raise ConfigError(f"cluster_by: {e}") from None
     ranked, ranks, sample = _with_ranks(df, cluster_by, bits)
     keyed = ranked.withColumn(KEY, _morton(ranks, bits))
-    steps = curves.hilbert_table_levels(len(ranks), bits)
     if strategy != "zorder" and len(ranks) > 1:
-        keyed = _hilbert_by_tables(keyed, len(ranks), bits, steps) if steps else \
-            _hilbert_by_arithmetic(keyed, len(ranks), bits)
+        keyed = _with_hilbert(keyed, len(ranks), bits)
     return CurveKey(keyed, KEY, tuple(ranks), sample)
+
+
+def _with_hilbert(keyed: DataFrame, dims: int, bits: int) -> DataFrame:
+    """KEY (a Morton code) turned into the Hilbert index: by state tables where they stay
+    small, else level by level in arithmetic."""
+    steps = curves.hilbert_table_levels(dims, bits)
+    if steps:
+        return _hilbert_by_tables(keyed, dims, bits, steps)
+    return _hilbert_by_arithmetic(keyed, dims, bits)
 
 
 def cell_column(cell: Cell, ranks: Sequence[str]) -> Column:
