@@ -47,6 +47,7 @@ setup(
         # duckdb, polars, pyarrow: the tests read our tables as other engines do
         "test": ["pytest>=8", "dbt-tests-adapter>=1.10", "dbt-spark[PyHive]>=1.10,<1.12",
                  "duckdb>=1.0", "polars>=1.0", "pyarrow>=14"],
-        "bench": ["matplotlib>=3.7"],
+        # deltalake (delta-rs): the outside anchor of benchmarks/anchor.py
+        "bench": ["matplotlib>=3.7", "deltalake>=1.0"],
     },
 )
