@@ -41,6 +41,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benchmarks import clustering as cl  # noqa: E402
+from benchmarks.compaction import timed  # noqa: E402
 from benchmarks.lib import DEFAULT_OUT  # noqa: E402
 from benchmarks.lib.data import SCHEMA, SOURCE_VIEW  # noqa: E402
 from benchmarks.lib.report import (command_line, engine_state, finish_run,  # noqa: E402
@@ -152,13 +153,6 @@ def append_to_delta(spark, df, path, work, options):
     write_deltalake(path, pq.read_table(staged), mode="append",
                     partition_by=options.get("partition_by"),
                     target_file_size=options["target"])
-
-
-def timed(label, fn):
-    say(f"{label} ...")
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
 
 
 # ----------------------------------------------------------------------------------------
