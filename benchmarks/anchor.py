@@ -118,14 +118,12 @@ def measure(files: Dict[str, int], target: int, wall: float) -> dict:
             "rows": sum(pq.ParquetFile(p).metadata.num_rows for p in files), "wall": wall}
 
 
-def point_query(files: Dict[str, int], col: str, value) -> Tuple[int, int]:
+def point_query(footers: dict, col: str, value) -> Tuple[int, int]:
     """(files whose [min, max] of col holds value, rows of the row groups whose [min, max]
-    holds it): what a reader skipping by Parquet statistics opens and reads."""
-    import pyarrow.parquet as pq
-
+    holds it): what a reader skipping by Parquet statistics opens and reads. footers:
+    {path: pyarrow FileMetaData}."""
     hit_files = hit_rows = 0
-    for path in files:
-        md = pq.ParquetFile(path).metadata
+    for md in footers.values():
         index = md.schema.to_arrow_schema().get_field_index(col)
         rows = 0
         for g in range(md.num_row_groups):
@@ -224,20 +222,18 @@ def run_zorder(spark, args, target, work):
 
 
 def _queries(files, values) -> Dict[str, Tuple[float, float, int, int]]:
-    """{column: (mean files, mean rows by min/max, files, rows)} over the query values."""
-    rows = sum(_rows_of(files).values())
+    """{column: (mean files, mean rows by min/max, files, rows)} over the query values,
+    each file's footer read once."""
+    import pyarrow.parquet as pq
+
+    footers = {p: pq.ParquetFile(p).metadata for p in files}
+    rows = sum(md.num_rows for md in footers.values())
     out = {}
     for col in CURVE_COLS:
-        hits = [point_query(files, col, v) for v in values[col]]
+        hits = [point_query(footers, col, v) for v in values[col]]
         out[col] = (statistics.fmean(h[0] for h in hits), statistics.fmean(h[1] for h in hits),
                     len(files), rows)
     return out
-
-
-def _rows_of(files):
-    import pyarrow.parquet as pq
-
-    return {p: pq.ParquetFile(p).metadata.num_rows for p in files}
 
 
 @dataclass

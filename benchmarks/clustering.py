@@ -453,20 +453,24 @@ def grid_lines(states):
         files, share = n ** (1 - 1 / k), n ** (-1 / k)
         for col in cols:
             q = s["queries"][col]
-            measured = [("files by min/max", q["minmax"], files),
-                        ("files read", q["read"], files),
-                        ("rows scanned", q["share"], share)]
-            parts = [f"{name} {fmt(got, ',.1f') if name != 'rows scanned' else f'{100 * got:.2f}%'}"
-                     f" = {fmt(got / limit if got is not None else None, '.2f')}x the grid's "
-                     f"{f'{limit:,.1f}' if name != 'rows scanned' else f'{100 * limit:.2f}%'}"
-                     for name, got, limit in measured]
-            ok = all(got is not None and got <= GOAL_GRID * limit for _n, got, limit in measured)
+            measured = [("files by min/max", q["minmax"], files, ",.1f"),
+                        ("files read", q["read"], files, ",.1f"),
+                        ("rows scanned", q["share"], share, ".2%")]
+            parts = [_against_grid(*m) for m in measured]
+            ok = all(got is not None and got <= GOAL_GRID * limit
+                     for _n, got, limit, _spec in measured)
             lines.append(f"{s['label']}: {col} point query: {'; '.join(parts)} -> "
                          f"{'PASS' if ok else 'FAIL'} (goal: at most {GOAL_GRID:g}x)")
         lines.append(f"{s['label']}: {s['off_size']} of {n} files outside "
                      f"{GOAL_SIZE[0]:g}-{GOAL_SIZE[1]:g} x target -> "
                      f"{'PASS' if s['off_size'] <= 1 else 'FAIL'} (goal: at most one)")
     return lines
+
+
+def _against_grid(name, got, limit, spec):
+    """'<name> <got> = <ratio>x the grid's <limit>' (got None: not measured)."""
+    ratio = None if got is None else got / limit
+    return f"{name} {fmt(got, spec)} = {fmt(ratio, '.2f')}x the grid's {format(limit, spec)}"
 
 
 def notes(args, res):
