@@ -28,6 +28,7 @@ FILE_FORMATS = ("parquet",)
 # Where upsert looks for an incoming key's file (Hudi's GLOBAL_BLOOM vs BLOOM index):
 # every file the key ranges do not rule out, or only the batch's partitions.
 INDEX_SCOPES = ("global", "partition")
+INDEX_TYPES = ("range", "bloom")
 DEFAULT_TARGET = "128MB"
 # Hudi's defaults put the small-file limit at ~78% of the max file size (100MB of 128MB);
 # keep that ratio when only the target is set, so setting one key never makes an invalid pair.
@@ -53,6 +54,7 @@ class SizedConfig:
     precombine_column: Optional[str] = None
     on_schema_change: str = "ignore"
     index_scope: str = "global"
+    index_type: str = "range"                  # upsert: how files are ruled out for a key
     file_format: str = "parquet"
     lock_lease: float = DEFAULT_LOCK_LEASE     # seconds a writer lock lives without renewal
     lock_timeout: float = 0.0                  # seconds a writer waits for a held lock
@@ -206,6 +208,10 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
     if strategy == "upsert" and not unique_key:
         raise ConfigError(f"unique_key: incremental_strategy {named or 'upsert'!r} needs a "
                           f"unique_key, got none")
+    index_type = _choice("index_type", raw.get("index_type"), INDEX_TYPES, "range")
+    if index_type == "bloom" and not unique_key:
+        raise ConfigError("index_type: 'bloom' filters files on the first unique_key column; "
+                          "set unique_key, or leave index_type at 'range'")
     event_time = _optional_name("event_time", raw.get("event_time"))
     if strategy == "microbatch" and not event_time:
         raise ConfigError("event_time: incremental_strategy 'microbatch' needs an event_time "
@@ -267,6 +273,7 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
         on_schema_change=_choice("on_schema_change", raw.get("on_schema_change"),
                                  ON_SCHEMA_CHANGE, "ignore"),
         index_scope=_choice("index_scope", raw.get("index_scope"), INDEX_SCOPES, "global"),
+        index_type=index_type,
         file_format=file_format,
         lock_lease=_duration("lock_lease", raw.get("lock_lease"), DEFAULT_LOCK_LEASE, minimum=1),
         lock_timeout=_duration("lock_timeout", raw.get("lock_timeout"), 0.0),

@@ -40,6 +40,7 @@ from python_adapter.core.routing import routing_keys
 from python_adapter.core.sizes import format_duration, format_size
 from python_adapter.errors import ConfigError, WriteError
 from python_adapter.io.fs import HadoopFS
+from python_adapter.spark.bloom import recorded_key, write_options
 from python_adapter.spark.catalog import TableInfo, TableRef
 from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.curve_keys import cell_column, with_curve_key
@@ -543,7 +544,8 @@ def _write_job(locked, plan, job: _Job, where) -> None:
     locked.log(f"{'compacting' if strategy == 'none' else 'clustering'} {which} of "
                f"{_group_count(plan)}: {len(rel_paths)} files -> {total}, {how}")
     schema = spark.table(locked.name).schema
-    if job.aligned and _write_aligned(locked, job, schema, out):
+    options = _bloom_options(locked, plan, rel_paths)
+    if job.aligned and _write_aligned(locked, job, schema, (out, options)):
         return
     df = read_files(spark, locked.proto.location, schema, rel_paths)
     if strategy == "none":
@@ -556,14 +558,27 @@ def _write_job(locked, plan, job: _Job, where) -> None:
                                               for g, files in groups.items()},
                                   cluster_by, strategy, pcols)
     with session_conf(spark, {_OPEN_COST: str(SMALL_FILE_OPEN_COST)}):  # splits are made here
-        rows.write.partitionBy(*pcols).mode("append").parquet(out)
+        rows.write.partitionBy(*pcols).options(**options).mode("append").parquet(out)
 
 
-def _write_aligned(locked, job: _Job, schema, out) -> bool:
+def _bloom_options(locked, plan, rel_paths) -> Dict[str, str]:
+    """The Parquet options that give the new files the Bloom filter the table's writes give
+    theirs (bloom.recorded_key), sized by the rewritten files' bytes per row."""
+    key = recorded_key(locked.proto.timeline.completed())
+    if key is None:
+        return {}
+    chosen = set(rel_paths)
+    files = [f for f in plan.removed if f.path in chosen and f.rows > 0]
+    bpr = sum(f.bytes for f in files) / sum(f.rows for f in files) if files else None
+    return write_options(key, int(plan.extra.get("target_file_size", 0)) or 1, bpr)
+
+
+def _write_aligned(locked, job: _Job, schema, where) -> bool:
     """Write a job of one-file groups by tasks that each read their groups' files (no
     shuffle, no join); False, with nothing written, when Spark would not plan a scan as
     one task (the job then goes through in_file_order)."""
     spark, pcols = locked.spark, locked.info.partition_columns
+    out, options = where
     by_task = [[] for _ in job.tasks]
     for g, files in sorted(job.groups.items()):
         by_task[job.first[g]] += [f.path for f in files]
@@ -574,7 +589,7 @@ def _write_aligned(locked, job: _Job, schema, out) -> bool:
             locked.log(f"Spark planned {planned} tasks for {len(by_task)} file lists; "
                        f"rewriting with a shuffle instead")
             return False
-        rows.write.partitionBy(*pcols).mode("append").parquet(out)
+        rows.write.partitionBy(*pcols).options(**options).mode("append").parquet(out)
     return True
 
 

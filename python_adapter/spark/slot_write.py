@@ -10,7 +10,7 @@ first row to join), every row is shuffled to its slot's task instead.
 Each slot is written under its own `__sized_slot=<n>` directory, so one task may write
 several files of one partition; `staged_file` maps a staged file to its place in the table.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, ContextManager, Dict, List, Optional, Sequence, Set, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
@@ -102,6 +102,7 @@ class SlotWrite:
     staging: str
     match: Optional[str] = None   # only old rows holding this SQL condition are replaced
     drop: Optional[str] = None    # old rows holding this SQL condition are removed
+    options: Dict[str, str] = field(default_factory=dict)  # the Parquet writer's (Bloom filter)
 
 
 def write_slots(spark: SparkSession, w: SlotWrite, progress: Callable[[str], None]) -> None:
@@ -128,7 +129,8 @@ def write_slots(spark: SparkSession, w: SlotWrite, progress: Callable[[str], Non
         plain = {}
     progress(f"writing {len(weights)} files to staging in {how}")
     with whole_files(spark, w.largest_file), session_conf(spark, plain):
-        out.write.partitionBy(*w.pcols, SLOT).mode("overwrite").parquet(w.staging)
+        out.write.partitionBy(*w.pcols, SLOT).options(**w.options).mode("overwrite") \
+            .parquet(w.staging)
 
 
 def _kept_old_rows(old, keys, match=None, broadcast=True, drop=None):

@@ -22,6 +22,7 @@ from python_adapter.core.partitions import parse_partition_path, partition_path
 from python_adapter.core.sizes import format_size
 from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_upsert
 from python_adapter.errors import ConfigError
+from python_adapter.spark.bloom import BloomIndex, bloom_key, write_options
 from python_adapter.spark.constraints import check_null_counts, null_counts
 from python_adapter.spark.job import RowChanges, Staged, WriteJob, resolve_names
 from python_adapter.spark.local_table import local_table
@@ -181,6 +182,19 @@ class Tagger:
         self.kept = kept_on_update(job.cfg, [*job.data_cols, *job.pcols]) if keys else ()
         self.match = match_condition(job.cfg)
         self.not_null = resolve_names(job.cfg.not_null_columns, job.df.columns)
+        self.bloom = BloomIndex(job.spark, self.location, keys[0], self.pcols) \
+            if keys and job.cfg.index_type == "bloom" else None
+
+    def rule_out(self, batch: DataFrame, first: List[FileEntry], rest: List[FileEntry]
+                 ) -> Tuple[List[FileEntry], List[FileEntry], int]:
+        """With the bloom index: (the first pass's files whose Bloom filter may hold a key of
+        the batch's rows of their partition, the other files: `rest` and the ruled out, where
+        the global second pass still looks for a key that changed partition; how many were
+        ruled out). Without it, nothing is ruled out."""
+        if self.bloom is None or not first:
+            return first, rest, 0
+        kept, out = self.bloom.by_partition(batch, first)
+        return kept, rest + out, len(out)
 
     def tag(self, batch: DataFrame, candidates: Sequence[str]) -> DataFrame:
         """The batch with, per row, the file holding its key among `candidates` (rel paths):
@@ -260,12 +274,16 @@ class Tagger:
         highs = [r["__sized_kmax"] for r in unfound if r["__sized_kmax"] is not None]
         lo, hi = (min(lows), max(highs)) if lows and len(lows) == len(unfound) else (None, None)
         second = [f for f in rest if may_hold_keys(f, lo, hi)] if unfound else []
-        self.progress(f"{sum(r['count'] for r in unfound)} keys not in their partitions' files: "
-                      f"looking in {len(second)} of the other {len(rest)} files")
-        if not second:
-            return tagged, stats
         found = tagged.where("__sized_file is not null")
         untagged = tagged.where("__sized_file is null").drop(*_tag_columns(self.pcols))
+        ruled_out = ""
+        if second and self.bloom is not None:
+            second, out = self.bloom.any_key(untagged, second)
+            ruled_out = f" (Bloom filters ruled out {len(out)})"
+        self.progress(f"{sum(r['count'] for r in unfound)} keys not in their partitions' files: "
+                      f"looking in {len(second)} of the other {len(rest)} files{ruled_out}")
+        if not second:
+            return tagged, stats
         conf = shuffle_conf(self.spark, self.batch_bytes + sum(f.bytes for f in second))
         with session_conf(self.spark, conf):  # before persist(), which plans the join
             retagged = found.unionByName(self.tag(untagged, [f.path for f in second])).persist()
@@ -355,9 +373,11 @@ def _write_upsert(job, key_check, bpr, staging, current):
     tagger = Tagger(job, keys, batch_bytes)
     first, rest = _first_pass(cfg, job.pcols, current, key_range, batch_parts) \
         if keys and current else ([], [])
+    first, rest, ruled_out = tagger.rule_out(batch, first, rest)
     if keys and current:
+        bloom = f"; Bloom filters ruled out {ruled_out}" if tagger.bloom is not None else ""
         progress(f"tagging incoming keys against {len(first)} of {len(current)} files "
-                 f"(the batch's partitions; index scope {cfg.index_scope})")
+                 f"(the batch's partitions; index scope {cfg.index_scope}{bloom})")
     tagged, stats = tagger.tag_persisted(batch, first)
     try:
         tagger.check_not_null_groups(stats)
@@ -377,7 +397,8 @@ def _write_upsert(job, key_check, bpr, staging, current):
                  f"updated or deleted")
         if plan.slots:
             slots = _slot_write(job, plan, tagged, tagger, spark_path_of, current, staging)
-            write_slots(job.spark, replace(slots, drop=window), progress)
+            bloom = write_options(bloom_key(cfg, job.df.columns), cfg.target_file_size, bpr)
+            write_slots(job.spark, replace(slots, drop=window, options=bloom), progress)
         return plan
     finally:
         tagged.unpersist()

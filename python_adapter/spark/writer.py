@@ -29,6 +29,7 @@ from python_adapter.spark.constraints import (check_not_null_rows, check_null_co
 from python_adapter.spark.locking import adopt_if_foreign, locked_locations, open_table
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
 from python_adapter.spark.session_conf import session_conf
+from python_adapter.spark.bloom import BLOOM_KEY, bloom_key, write_options
 from python_adapter.spark.staging import bytes_per_row, staged_entries
 from python_adapter.spark.upsert import check_predicates, stage_upsert, validate_keys
 from python_adapter.table.archive import RETAIN_COMMITS, RETAIN_HOURS
@@ -222,7 +223,8 @@ def _commit_write(job: WriteJob, extra: Optional[dict] = None, define=None) -> W
     with Transaction(proto, catalog, job.operation, job.pcols, extra={
             "target_file_size": cfg.target_file_size, "small_file_limit": cfg.small_file_limit,
             "distribution": cfg.distribution, RETAIN_COMMITS: cfg.retain_commits,
-            RETAIN_HOURS: cfg.retain_hours, **(extra or {})}) as txn:
+            RETAIN_HOURS: cfg.retain_hours, BLOOM_KEY: bloom_key(cfg, job.df.columns) or "",
+            **(extra or {})}) as txn:
         job = replace(job, extra=txn.extra, staging=proto.staging_dir(txn.id))
         staged = _stage(job)
         txn.add(staged.added)
@@ -270,7 +272,9 @@ def _stage(job: WriteJob) -> Staged:
             progress("writing files to staging")
             out = distribute(job.spark, cached, pcols, cfg.distribution, plan.total_files,
                              plan.plans, bytes_per_row=plan.bytes_per_row)
-            out.write.partitionBy(*pcols).mode("overwrite").parquet(staging)
+            bloom = write_options(bloom_key(cfg, df.columns), cfg.target_file_size,
+                                  plan.bytes_per_row)
+            out.write.partitionBy(*pcols).options(**bloom).mode("overwrite").parquet(staging)
         key_col = resolve_names(cfg.unique_key[:1], df.columns)[0] if cfg.unique_key else None
         added = staged_entries(job.spark, job.fs, staging, key_col)
         progress(f"wrote {len(added)} files, "
