@@ -57,6 +57,7 @@ def parse_args(argv):
                     help="scenarios: older days a batch's updates are spread over, 0 = all (0,10)")
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument("--verbose", action="store_true", help="print the engine's progress log")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     return ap.parse_args(argv)
 
@@ -141,10 +142,11 @@ def run(args):
                 hold = holders(spark, table, batch)
                 files = spark.table(table).select(F.input_file_name()).distinct().count()
                 lines = []
+                log = (lambda m: (lines.append(m), say("    " + m))) if args.verbose else lines.append
                 t0 = time.perf_counter()
                 write_dataframe(spark, batch, TableRef(SCHEMA, f"t_{method}"),
                                 _config(method, args.target), full_refresh=False,
-                                log=lines.append)
+                                log=log)
                 seconds = time.perf_counter() - t0
                 read = tagged_files(lines)
                 say(f"batch {b} ({scenario}) {method}: {hold} files hold a key, tagging read "
