@@ -184,7 +184,7 @@ def embedded_confs(confs: Mapping[str, str], env: Optional[Mapping[str, str]] = 
     if SparkContext._gateway is not None:
         # A later session in the same JVM (pyspark keeps it after stop()): its classpath
         # is fixed, so only a JVM started with the jar can use the class.
-        if class_loadable(SparkContext._jvm, FS_CLASS):
+        if _loadable(SparkContext._jvm, FS_CLASS):
             return {FS_IMPL: FS_CLASS}, None
         return {}, "the JVM was started without the jar (its classpath is fixed)"
     try:
@@ -202,7 +202,7 @@ def jar_loaded(jvm: Any) -> bool:
     """Whether the JVM behind a py4j view was started with the jar (fixed per JVM): then the
     driver-side helpers (VisibleFiles, StagedFiles) can be called."""
     if id(jvm) not in _jar_in:
-        _jar_in[id(jvm)] = class_loadable(jvm, HELPER_CLASS)
+        _jar_in[id(jvm)] = _loadable(jvm, HELPER_CLASS)
     return _jar_in[id(jvm)]
 
 
@@ -224,8 +224,7 @@ def decode_fields(text: str, per_record: int) -> List[List[str]]:
     return [fields[i:i + per_record] for i in range(0, len(fields), per_record)]
 
 
-def class_loadable(jvm: Any, name: str) -> bool:
-    """Whether the JVM behind a py4j view can load the class `name` (without loading it)."""
+def _loadable(jvm, name):
     try:
         jvm.java.lang.Class.forName(name, False, jvm.java.lang.Thread.currentThread()
                                     .getContextClassLoader())

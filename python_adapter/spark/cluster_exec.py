@@ -570,7 +570,7 @@ def _bloom_options(locked, plan, rel_paths) -> Dict[str, str]:
     chosen = set(rel_paths)
     files = [f for f in plan.removed if f.path in chosen and f.rows > 0]
     bpr = sum(f.bytes for f in files) / sum(f.rows for f in files) if files else None
-    return write_options(locked.spark, key, int(plan.extra.get("target_file_size", 0)) or 1, bpr)
+    return write_options(key, int(plan.extra.get("target_file_size", 0)) or 1, bpr)
 
 
 def _write_aligned(locked, job: _Job, schema, where) -> bool:

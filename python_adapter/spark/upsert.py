@@ -397,7 +397,7 @@ def _write_upsert(job, key_check, bpr, staging, current):
                  f"updated or deleted")
         if plan.slots:
             slots = _slot_write(job, plan, tagged, tagger, spark_path_of, current, staging)
-            bloom = write_options(job.spark, bloom_key(cfg, job.df.columns), cfg.target_file_size, bpr)
+            bloom = write_options(bloom_key(cfg, job.df.columns), cfg.target_file_size, bpr)
             write_slots(job.spark, replace(slots, drop=window, options=bloom), progress)
         return plan
     finally:

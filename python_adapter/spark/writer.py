@@ -272,7 +272,7 @@ def _stage(job: WriteJob) -> Staged:
             progress("writing files to staging")
             out = distribute(job.spark, cached, pcols, cfg.distribution, plan.total_files,
                              plan.plans, bytes_per_row=plan.bytes_per_row)
-            bloom = write_options(job.spark, bloom_key(cfg, df.columns), cfg.target_file_size,
+            bloom = write_options(bloom_key(cfg, df.columns), cfg.target_file_size,
                                   plan.bytes_per_row)
             out.write.partitionBy(*pcols).options(**bloom).mode("overwrite").parquet(staging)
         key_col = resolve_names(cfg.unique_key[:1], df.columns)[0] if cfg.unique_key else None

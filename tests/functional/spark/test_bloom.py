@@ -10,10 +10,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from python_adapter.api import compact
-from python_adapter.core.bloom import filter_bytes
 from python_adapter.core.config import parse_config
 from python_adapter.errors import ConfigError
-from python_adapter.spark.bloom import adaptive_filters
 from python_adapter.spark.catalog import TableRef, describe_table
 from python_adapter.spark.writer import write_dataframe
 from tests.functional.helpers import files_by_partition, rows_of, rows_of_df
@@ -135,26 +133,6 @@ def test_files_carry_a_bloom_filter_other_engines_read(spark, schema, uuid_event
     assert len(may_hold(present)) == len(paths) >= 2
     assert sum(may_hold(present).values()) == 1  # one file holds it, the rest say no
     assert not any(may_hold("no such key").values())
-
-
-
-def test_a_file_of_few_rows_gets_a_filter_of_its_own_size(spark, schema, uuid_events):
-    """Files of 600 rows where a full file (1MB) holds ~10,000: Parquet's adaptive filter
-    picks the candidate for 600 keys (4 KB), not the full file's (64 KB). Spark 3.5's
-    Parquet has no adaptive filter: there every file gets the full file's."""
-    table = TableRef(schema, "small")
-    write_dataframe(spark, uuid_events(days=2, per_day=600), table,
-                    cfg(target_file_size="1MB", small_file_limit="800KB"), log=lambda m: None)
-    location = describe_table(spark, table).location.replace("file:", "")
-    sized = duckdb.sql(f"select row_group_num_rows, bloom_filter_length, bloom_filter_offset "
-                       f"from parquet_metadata("
-                       f"'{location}/day=*/*.parquet') where path_in_schema = 'id'").fetchall()
-    assert [rows for rows, _, _ in sized] == [600, 600]
-    if adaptive_filters(spark):
-        assert all(filter_bytes(rows) <= length <= 2 * filter_bytes(rows) + 64
-                   for rows, length, _ in sized), sized
-    else:  # Parquet 1.13 does not record the filter's length; it has one all the same
-        assert all(offset for _, _, offset in sized), sized
 
 
 def test_files_without_a_filter_are_read(spark, schema, uuid_events):
