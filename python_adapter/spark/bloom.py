@@ -26,7 +26,8 @@ from python_adapter.spark.local_table import local_table
 from python_adapter.table.timeline import FileEntry, Instant
 
 # False positives per probed file are 1 - (1 - FPP)^keys: at 1e-6 a batch of 10,000 keys
-# reads 1% of the files that hold none of them, for about 5 bytes of filter per row.
+# reads 1% of the files that hold none of them, for 5-6 bytes of filter per row of a full
+# file (Parquet rounds a filter up to a power of two).
 BLOOM_FPP = 1e-6
 # Parquet caps a filter at 1 MB by default, which a 128 MB file of short rows outgrows (and
 # a capped filter answers "maybe" far more often); this cap is only a guard.
