@@ -149,6 +149,27 @@ def test_files_without_a_filter_are_read(spark, schema, uuid_events):
     assert any("Bloom filters ruled out 0" in line for line in log), log
 
 
+@pytest.mark.parametrize("key_type", ["bigint", "int"])
+def test_numeric_keys_are_probed(spark, schema, key_type):
+    """Integer keys are hashed as Parquet stores them (INT64, INT32): files are ruled out
+    and every update finds its row."""
+    name = f"num_{key_type}"
+    rows = lambda first, n, tag: spark.sql(  # noqa: E731
+        f"select cast(pmod(xxhash64(i), 1000000007) as {key_type}) as id, "
+        f"date_add(date'2025-01-01', cast(i % 3 as int)) as day, "
+        f"sha2(cast(i as string), 224) as payload, '{tag}' as tag "
+        f"from (select id as i from range({first}, {first + n}))")
+    base = rows(0, 3000, "v1")
+    write_dataframe(spark, base, TableRef(schema, name), cfg(), log=lambda m: None)
+    batch = base.orderBy("id").limit(3).withColumn("tag", F.lit("v2"))
+    holding = holders(spark, schema, name, batch)
+    log = Log()
+    write_dataframe(spark, batch, TableRef(schema, name), cfg(), log=log)
+    assert spark.table(f"{schema}.{name}").count() == 3000
+    assert spark.table(f"{schema}.{name}").where("tag = 'v2'").count() == 3
+    assert log.tagged_files() == holding, log
+
+
 def test_bloom_needs_a_unique_key():
     with pytest.raises(ConfigError, match="index_type: 'bloom'"):
         parse_config({"index_type": "bloom"})
