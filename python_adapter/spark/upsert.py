@@ -375,7 +375,9 @@ def _write_upsert(job, key_check, bpr, staging, current):
         if keys and current else ([], [])
     first, rest, ruled_out = tagger.rule_out(batch, first, rest)
     if keys and current:
-        bloom = f"; Bloom filters ruled out {ruled_out}" if tagger.bloom is not None else ""
+        bloom = "" if tagger.bloom is None else (
+            f"; Bloom filters ruled out {ruled_out}" if tagger.bloom.usable else
+            "; Bloom filters not probed: the driver has no helper jar (a cluster)")
         progress(f"tagging incoming keys against {len(first)} of {len(current)} files "
                  f"(the batch's partitions; index scope {cfg.index_scope}{bloom})")
     tagged, stats = tagger.tag_persisted(batch, first)
