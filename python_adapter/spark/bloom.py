@@ -69,6 +69,9 @@ def recorded_key(instants: Sequence[Instant]) -> Optional[str]:
     return None
 
 
+ANY = -1   # BloomProbe's group of the files probed with every key of the batch
+
+
 class BloomIndex:
     """Rules files out for a batch's keys by the files' Bloom filters."""
 
@@ -77,16 +80,28 @@ class BloomIndex:
         self.spark, self.location, self.key, self.pcols = spark, location.rstrip("/"), key, pcols
         self.usable = jar_loaded(spark.sparkContext._jvm)
 
-    def by_partition(self, batch: DataFrame, files: List[FileEntry]
-                     ) -> Tuple[List[FileEntry], List[FileEntry]]:
-        """(the files that may hold a key of the batch's rows of their own partition, the
-        files ruled out)."""
+    def probe(self, batch: DataFrame, own: List[FileEntry], others: List[FileEntry]
+              ) -> Optional[Tuple[str, str]]:
+        """BloomProbe's answers ('0' ruled out, '1' may hold, '2' cannot tell) for `own`,
+        each file probed with the keys of the batch's rows of its partition, and for
+        `others`, each probed with every key of the batch; None when no probe ran. One Spark
+        job collects the keys (into the JVM), one call probes every file."""
+        files = own + others
+        if not files or not self.usable:
+            return None
+        ids = {p: i for i, p in enumerate(sorted({f.partition for f in own}))}
+        groups = [ids[f.partition] for f in own] + [ANY] * len(others)
+        answer = self._probe(self._keyed(batch, ids), files, groups)
+        return None if answer is None else (answer[:len(own)], answer[len(own):])
+
+    def _keyed(self, batch: DataFrame, ids: Dict[str, int]) -> DataFrame:
+        """(group, key) of the batch's rows: the id of the row's partition among `ids`
+        (-2, no file's group, for a partition without files)."""
         if not self.pcols:
-            return self.any_key(batch, files)
-        ids = {p: i for i, p in enumerate(sorted({f.partition for f in files}))}
+            return batch.select(F.lit(0).alias("__sized_g"), self.key)
         rows = [tuple(t for _c, t in parse_partition_path(p)) + (i,) for p, i in ids.items()]
         if not rows:
-            return [], []
+            return batch.select(F.lit(-2).alias("__sized_g"), self.key)
         table = F.broadcast(local_table(self.spark, [*[(f"__sized_p{i}", "string")
                                                       for i in range(len(self.pcols))],
                                                     ("__sized_g", "int")], rows))
@@ -94,21 +109,8 @@ class BloomIndex:
         for i, c in enumerate(self.pcols):
             term = batch[c].cast("string").eqNullSafe(table[f"__sized_p{i}"])
             cond = term if cond is None else cond & term
-        keyed = batch.join(table, cond).select("__sized_g", self.key)
-        return self._split(keyed, files, [ids[f.partition] for f in files])
-
-    def any_key(self, batch: DataFrame, files: List[FileEntry]
-                ) -> Tuple[List[FileEntry], List[FileEntry]]:
-        """(the files that may hold any key of the batch, the files ruled out)."""
-        keyed = batch.select(F.lit(0).alias("__sized_g"), self.key)
-        return self._split(keyed, files, [0] * len(files))
-
-    def _split(self, keyed: DataFrame, files: List[FileEntry], groups: List[int]):
-        answer = self._probe(keyed, files, groups) if files and self.usable else None
-        if answer is None:
-            return list(files), []
-        kept = [f for f, a in zip(files, answer) if a == "1"]
-        return kept, [f for f, a in zip(files, answer) if a != "1"]
+        return batch.join(table, cond, "left").select(
+            F.coalesce(F.col("__sized_g"), F.lit(-2)).alias("__sized_g"), self.key)
 
     def _probe(self, keyed, files, groups) -> Optional[str]:
         jvm = self.spark.sparkContext._jvm

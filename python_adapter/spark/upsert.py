@@ -184,17 +184,36 @@ class Tagger:
         self.not_null = resolve_names(job.cfg.not_null_columns, job.df.columns)
         self.bloom = BloomIndex(job.spark, self.location, keys[0], self.pcols) \
             if keys and job.cfg.index_type == "bloom" else None
+        self.scope = job.cfg.index_scope
 
-    def rule_out(self, batch: DataFrame, first: List[FileEntry], rest: List[FileEntry]
-                 ) -> Tuple[List[FileEntry], List[FileEntry], int]:
-        """With the bloom index: (the first pass's files whose Bloom filter may hold a key of
-        the batch's rows of their partition, the other files: `rest` and the ruled out, where
-        the global second pass still looks for a key that changed partition; how many were
-        ruled out). Without it, nothing is ruled out."""
-        if self.bloom is None or not first:
-            return first, rest, 0
-        kept, out = self.bloom.by_partition(batch, first)
-        return kept, rest + out, len(out)
+    def rule_out(self, batch: DataFrame, first: List[FileEntry], rest: List[FileEntry],
+                 key_range: Tuple[Any, Any]) -> Tuple[List[FileEntry], List[FileEntry], str]:
+        """With the bloom index, the files to tag against and those left to the second pass,
+        and what the probe did (for the log); without it (first, rest, "").
+        index_scope partition: each first-pass file is probed with the keys of its
+        partition's rows. global: every file in the batch's key range is probed with every
+        key, so the files that may hold a key from elsewhere (one that changed partition, or
+        a false positive) join the one tagging pass, and only files without a filter are
+        left to the second."""
+        if self.bloom is None or not self.bloom.usable or not (first or rest):
+            return first, rest, ""
+        if self.scope != "global":
+            answer = self.bloom.probe(batch, first, [])
+            if answer is None:
+                return first, rest, ""
+            kept = [f for f, a in zip(first, answer[0]) if a != "0"]
+            return kept, rest, f"Bloom filters ruled out {len(first) - len(kept)} of them"
+        others = [f for f in rest if may_hold_keys(f, *key_range)]
+        answer = self.bloom.probe(batch, [], first + others)
+        if answer is None:
+            return first, rest, ""
+        own, other = answer[1][:len(first)], answer[1][len(first):]
+        kept = [f for f, a in zip(first, own) if a != "0"]
+        extra = [f for f, a in zip(others, other) if a == "1"]
+        unknown = [f for f, a in zip(others, other) if a == "2"]
+        return kept + extra, unknown, (
+            f"Bloom filters ruled out {len(first) - len(kept)} of them, {len(extra)} others "
+            f"may hold a key, {len(unknown)} have no filter")
 
     def tag(self, batch: DataFrame, candidates: Sequence[str]) -> DataFrame:
         """The batch with, per row, the file holding its key among `candidates` (rel paths):
@@ -274,16 +293,12 @@ class Tagger:
         highs = [r["__sized_kmax"] for r in unfound if r["__sized_kmax"] is not None]
         lo, hi = (min(lows), max(highs)) if lows and len(lows) == len(unfound) else (None, None)
         second = [f for f in rest if may_hold_keys(f, lo, hi)] if unfound else []
-        found = tagged.where("__sized_file is not null")
-        untagged = tagged.where("__sized_file is null").drop(*_tag_columns(self.pcols))
-        ruled_out = ""
-        if second and self.bloom is not None:
-            second, out = self.bloom.any_key(untagged, second)
-            ruled_out = f" (Bloom filters ruled out {len(out)})"
         self.progress(f"{sum(r['count'] for r in unfound)} keys not in their partitions' files: "
-                      f"looking in {len(second)} of the other {len(rest)} files{ruled_out}")
+                      f"looking in {len(second)} of the other {len(rest)} files")
         if not second:
             return tagged, stats
+        found = tagged.where("__sized_file is not null")
+        untagged = tagged.where("__sized_file is null").drop(*_tag_columns(self.pcols))
         conf = shuffle_conf(self.spark, self.batch_bytes + sum(f.bytes for f in second))
         with session_conf(self.spark, conf):  # before persist(), which plans the join
             retagged = found.unionByName(self.tag(untagged, [f.path for f in second])).persist()
@@ -373,10 +388,10 @@ def _write_upsert(job, key_check, bpr, staging, current):
     tagger = Tagger(job, keys, batch_bytes)
     first, rest = _first_pass(cfg, job.pcols, current, key_range, batch_parts) \
         if keys and current else ([], [])
-    first, rest, ruled_out = tagger.rule_out(batch, first, rest)
+    first, rest, probed = tagger.rule_out(batch, first, rest, key_range)
     if keys and current:
         bloom = "" if tagger.bloom is None else (
-            f"; Bloom filters ruled out {ruled_out}" if tagger.bloom.usable else
+            f"; {probed}" if probed else
             "; Bloom filters not probed: the driver has no helper jar (a cluster)")
         progress(f"tagging incoming keys against {len(first)} of {len(current)} files "
                  f"(the batch's partitions; index scope {cfg.index_scope}{bloom})")

@@ -29,14 +29,15 @@ import org.apache.spark.sql.Row;
  *
  * Files come as fields "<path>", "<group>"; keys as Rows (group int, key). A file is probed
  * with the keys of its group only (an upsert's first pass: the keys of the file's own
- * partition). The answer holds one character per file, in order: '1' when the file may hold
- * one of them, which includes every file whose filter cannot tell (no Bloom filter, no such
- * column, a key type that is not hashed here), '0' when every row group's filter rules all of
- * them out.
+ * partition), a file of group -1 with every key. The answer holds one character per file, in
+ * order: '0' when every row group's filter rules all of its keys out, '1' when a filter may
+ * hold one, '2' when the file's filters cannot tell (no Bloom filter, no such column, a key
+ * type that is not hashed here).
  */
 public final class BloomProbe {
   // Parquet's Bloom filters all hash with XXH64 of the value's plain encoding.
   private static final BloomFilter HASHER = new BlockSplitBloomFilter(32);
+  private static final int ANY = -1;  // the group of files probed with every key
 
   private BloomProbe() {}
 
@@ -52,11 +53,14 @@ public final class BloomProbe {
     }
     Map<Integer, Hashes> hashes = new HashMap<>();
     byGroup.forEach((group, values) -> hashes.put(group, new Hashes(new ArrayList<>(values))));
+    Set<Object> all = new HashSet<>();
+    byGroup.values().forEach(all::addAll);
+    hashes.put(ANY, new Hashes(new ArrayList<>(all)));
     try {
       return IntStream.range(0, fields.size() / 2).parallel()
           .mapToObj(i -> {
             Hashes h = hashes.get(Integer.parseInt(fields.get(2 * i + 1)));
-            return h == null ? "0" : mayHold(conf, fields.get(2 * i), keyColumn, h) ? "1" : "0";
+            return h == null ? "0" : answer(conf, fields.get(2 * i), keyColumn, h);
           })
           .collect(Collectors.joining());
     } catch (UncheckedIOException e) {
@@ -64,8 +68,8 @@ public final class BloomProbe {
     }
   }
 
-  private static boolean mayHold(Configuration conf, String path, String keyColumn,
-                                 Hashes hashes) {
+  private static String answer(Configuration conf, String path, String keyColumn,
+                               Hashes hashes) {
     try (ParquetFileReader reader = ParquetFileReader.open(
         HadoopInputFile.fromPath(new Path(path), conf))) {
       for (BlockMetaData block : reader.getFooter().getBlocks()) {
@@ -76,15 +80,15 @@ public final class BloomProbe {
         long[] wanted = chunk == null ? null : hashes.of(chunk.getPrimitiveType().getPrimitiveTypeName());
         BloomFilter filter = wanted == null ? null : reader.readBloomFilter(chunk);
         if (filter == null) {
-          return true;  // this row group's filter cannot tell
+          return "2";  // this row group's filter cannot tell
         }
         for (long hash : wanted) {
           if (filter.findHash(hash)) {
-            return true;
+            return "1";
           }
         }
       }
-      return false;
+      return "0";
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
