@@ -392,7 +392,8 @@ def _write_upsert(job, key_check, bpr, staging, current):
     if keys and current:
         bloom = "" if tagger.bloom is None else (
             f"; {probed}" if probed else
-            "; Bloom filters not probed: the driver has no helper jar (a cluster)")
+            "; Bloom filters not probed: the driver has no helper jar (a cluster), or it "
+            "could not read them")
         progress(f"tagging incoming keys against {len(first)} of {len(current)} files "
                  f"(the batch's partitions; index scope {cfg.index_scope}{bloom})")
     tagged, stats = tagger.tag_persisted(batch, first)
