@@ -4,6 +4,13 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from python_adapter.core.binpack import split_size
+from python_adapter.core.config import SizedConfig
+
+# A batch Spark estimates at no more than this (and a quarter of the target, as estimates
+# of text run low) is written by one task, a file per partition (spark/small_batch.py): for
+# a few megabytes the count, the plan and the shuffle of a planned write cost more than
+# the write itself.
+SMALL_BATCH_BYTES = 16 * 1000 * 1000
 
 
 def files_for_rows(rows: int, bytes_per_row: float, target_file_size: int) -> int:
@@ -11,6 +18,18 @@ def files_for_rows(rows: int, bytes_per_row: float, target_file_size: int) -> in
     if rows <= 0:
         return 0
     return max(1, math.ceil(rows * bytes_per_row / target_file_size))
+
+
+def is_small_batch(estimated_bytes: int, cfg: SizedConfig) -> bool:
+    """Whether a full build or insert_overwrite of rows estimated at `estimated_bytes` is
+    written as a small batch: one file per partition. Only with the distributions that
+    write the ideal (exact, range) and no setting that asks for more files than one per
+    partition (file_count, insert_split_size)."""
+    if cfg.distribution not in ("exact", "range"):
+        return False
+    if cfg.file_count is not None or cfg.insert_split_size is not None:
+        return False
+    return estimated_bytes <= min(SMALL_BATCH_BYTES, cfg.target_file_size // 4)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The metastore side of a table: look it up, create it, define it again, sync its
 partitions (SparkCatalog: the table layer's CatalogSync)."""
+import json
 import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
@@ -49,45 +50,42 @@ class TableInfo:
 
 
 def describe_table(spark: SparkSession, table: TableRef) -> Optional[TableInfo]:
-    """TableInfo, or None when the table does not exist. One DESCRIBE gives columns, partition
-    columns and details (the catalog's listColumns costs several times as much again)."""
-    if not spark.catalog.tableExists(f"{table.schema}.{table.identifier}"):
+    """TableInfo, or None when the table does not exist, from the session catalog's record
+    of it (a few metastore lookups and py4j calls; a DESCRIBE TABLE EXTENDED is planned and
+    run as a query, several times as slow). Gives what DESCRIBE shows, char and varchar as string."""
+    state = spark._jsparkSession.sessionState()
+    ident = state.sqlParser().parseTableIdentifier(table.quoted)
+    catalog = state.catalog()
+    if not catalog.tableExists(ident):
         return None
-    return parse_describe([tuple(r) for r in
-                           spark.sql(f"DESCRIBE TABLE EXTENDED {table.quoted}").collect()])
+    meta = catalog.getTableMetadata(ident)
+    schema = T.StructType.fromJson(json.loads(meta.schema().json()))
+    storage = meta.storage()
+    location = storage.locationUri()
+    utils = spark._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils
+    return TableInfo(
+        location=utils.URIToString(location.get()) if location.isDefined() else "",
+        columns=tuple((f.name, _CHAR_TYPE.sub("string", f.dataType.simpleString()))
+                      for f in schema.fields),
+        partition_columns=tuple(_seq_strings(meta.partitionColumnNames())),
+        provider=_option_text(meta.provider()).lower(),
+        table_type=meta.tableType().name().upper(),
+        input_format=_option_text(storage.inputFormat()),
+    )
+
+
+def _option_text(option) -> str:
+    return str(option.get()) if option.isDefined() else ""
+
+
+def _seq_strings(seq) -> List[str]:
+    """A Scala Seq[String] in one py4j call (names may hold any character but NUL)."""
+    text = str(seq.mkString("\u0000"))
+    return text.split("\u0000") if text else []
 
 
 # DESCRIBE shows a char/varchar column's declared type; Spark reads and compares it as string.
 _CHAR_TYPE = re.compile(r"\b(?:var)?char\(\d+\)")
-
-
-def parse_describe(rows: Iterable[Sequence[Optional[str]]]) -> TableInfo:
-    """TableInfo from the rows (col_name, data_type, comment) of DESCRIBE TABLE EXTENDED:
-    columns up to the first blank row or section title, partition columns under
-    '# Partition Information' (after its '# col_name' header), then 'Key  value' details."""
-    columns, partitions, info = [], [], {}
-    section = "columns"
-    for row in rows:
-        name, value = (row[0] or "").strip(), (row[1] or "").strip()
-        if name == "# Partition Information":
-            section = "partitions"
-        elif name == "# Detailed Table Information" or not name:
-            section = "details"
-        elif section == "columns":
-            columns.append((row[0], _CHAR_TYPE.sub("string", value)))
-        elif section == "partitions" and name != "# col_name":
-            partitions.append(row[0])
-        elif section == "details" and name in ("Location", "Provider", "Type", "InputFormat") \
-                and name not in info:
-            info[name] = value
-    return TableInfo(
-        location=info.get("Location", ""),
-        columns=tuple(columns),
-        partition_columns=tuple(partitions),
-        provider=info.get("Provider", "").lower(),
-        table_type=info.get("Type", "").upper(),
-        input_format=info.get("InputFormat", ""),
-    )
 
 
 def require_parquet(info: TableInfo, table: TableRef, what: str) -> None:

@@ -29,6 +29,8 @@ def sync_changed_partitions(spark: SparkSession, fs: HadoopFS, location: str, ta
         if spec is None:
             return _sync_all(spark, location, table, change)
         stats = change.partition_stats.get(part, FileStats(0, 0, 0))
+        if part in change.current:
+            continue  # registered, and its statistics are what the metastore holds
         if stats.files or fs.exists(path):  # a directory left without data files stays
             (changed if part in change.registered else new)[part] = (path, stats)
         else:
@@ -38,7 +40,8 @@ def sync_changed_partitions(spark: SparkSession, fs: HadoopFS, location: str, ta
     partitions.alter(changed)
     if gone:
         spark.sql(f"ALTER TABLE {table.quoted} DROP IF EXISTS {', '.join(gone)}")
-    write_table_stats(spark, table, change.table_stats)
+    if not change.table_current:
+        write_table_stats(spark, table, change.table_stats)
     spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
 
 
@@ -46,9 +49,10 @@ def _sync_all(spark, location, table, change):
     """A null partition, which a literal spec cannot name: MSCK registers and drops, then
     the other changed partitions get their statistics."""
     sync_partitions(spark, table, partitioned=True)
-    MetastorePartitions(spark, table).alter(
-        partitions_with_stats(location, change.partition_stats))
-    write_table_stats(spark, table, change.table_stats)
+    MetastorePartitions(spark, table).alter(partitions_with_stats(location, {
+        p: s for p, s in change.partition_stats.items() if p not in change.current}))
+    if not change.table_current:
+        write_table_stats(spark, table, change.table_stats)
     spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
 
 

@@ -1,12 +1,15 @@
-"""The contract's not_null columns, checked on the new rows by an aggregation the write
-already runs (the per-partition count of full builds, the tag statistics of upserts and
-inserts): each adds one null count per column (core/constraints.py raises)."""
+"""Checks of a write's new rows before anything is written. The contract's not_null
+columns, checked by an aggregation the write already runs (the per-partition count of full
+builds, the tag statistics of upserts and inserts): each adds one null count per column
+(core/constraints.py raises). Partition values that would read back as NULL."""
 from typing import Iterable, List, Sequence
 
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from python_adapter.core.constraints import check_not_null
+from python_adapter.core.partitions import NULL_LIKE, check_partition_texts
 
 
 def _name(i: int) -> str:
@@ -39,3 +42,20 @@ def check_not_null_rows(df: DataFrame, columns: Sequence[str]) -> None:
     static file_count with range)."""
     if columns:
         check_null_counts(columns, [df.agg(*null_counts(columns)).first()])
+
+
+def refuse_null_like_partitions(df: DataFrame, pcols: Sequence[str]) -> None:
+    """core/partitions.check_partition_texts where no count is made (distribution none, a
+    static file_count, a small batch that wrote a null partition): one query for the first
+    row holding such a value, string columns only."""
+    strings = [c for c in pcols if isinstance(df.schema[c].dataType,
+                                              (T.StringType, T.CharType, T.VarcharType))]
+    if not strings:
+        return
+    cond = None
+    for c in strings:
+        term = F.col(c).isin(*NULL_LIKE)
+        cond = term if cond is None else cond | term
+    row = df.where(cond).select(*strings).first()
+    if row is not None:
+        check_partition_texts(strings, [tuple(row)])

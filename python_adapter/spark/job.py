@@ -71,6 +71,14 @@ class RowChanges:
 
 
 @dataclass(frozen=True)
+class Written:
+    """The files a full build or insert_overwrite wrote to staging, and from what plan."""
+    added: List[FileEntry]
+    files_planned: int
+    bytes_per_row: Optional[float]
+
+
+@dataclass(frozen=True)
 class Staged:
     """What a write's staging step produced, for its transaction."""
     added: List[FileEntry]

@@ -76,16 +76,23 @@ def file_stats(df: DataFrame, key_col: Optional[str] = None) -> dict:
     return out
 
 
-def bytes_per_row(job: WriteJob, df: DataFrame, total_rows: Optional[int]
-                  ) -> Tuple[Optional[float], str]:
-    """(bytes per row or None, where it came from): the config, the table's earlier commits
-    (not across a new definition), or a sample of df written to Parquet (docs/design.md, Algorithms 1)."""
+def known_bytes_per_row(job: WriteJob) -> Tuple[Optional[float], str]:
+    """(bytes per row, where it came from) from the config or the table's earlier commits
+    (not across a new definition); (None, "") when neither tells."""
     if job.cfg.bytes_per_row is not None:
         return job.cfg.bytes_per_row, "config"
     defines = job.extra.get(DEFINES_TABLE) == "true"
     learned = None if defines else learned_bytes_per_row(job.proto.timeline)
-    if learned is not None:
-        return learned, "earlier commits"
+    return (learned, "earlier commits") if learned is not None else (None, "")
+
+
+def bytes_per_row(job: WriteJob, df: DataFrame, total_rows: Optional[int]
+                  ) -> Tuple[Optional[float], str]:
+    """(bytes per row or None, where it came from): the config, the table's earlier commits
+    (not across a new definition), or a sample of df written to Parquet (docs/design.md, Algorithms 1)."""
+    known, source = known_bytes_per_row(job)
+    if known is not None:
+        return known, source
     if total_rows is None:
         total_rows = df.count()
     if not total_rows:

@@ -8,10 +8,9 @@ from typing import Callable, Dict, Optional
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from python_adapter.core.config import SizedConfig, check_columns
-from python_adapter.core.partitions import NULL_LIKE, check_partition_texts
+from python_adapter.core.partitions import check_partition_texts
 from python_adapter.core.planning import plan_partitions, plan_static
 from python_adapter.core.sizes import format_size
 from python_adapter.errors import ConfigError, LockError, WriteError
@@ -22,13 +21,15 @@ from python_adapter.spark.catalog import (TableInfo, TableRef, create_table, des
 from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.distribution import distribute, matched_by_value
 from python_adapter.spark.job import (Progress, RowChanges, Staged, WriteJob, WriteResult,
-                                      resolve_names, worth_caching)
+                                      Written, resolve_names, worth_caching)
 from python_adapter.spark.cluster_exec import run_clustering, run_compaction
 from python_adapter.spark.constraints import (check_not_null_rows, check_null_counts,
-                                              null_count_names, null_counts)
+                                              null_count_names, null_counts,
+                                              refuse_null_like_partitions)
 from python_adapter.spark.locking import adopt_if_foreign, locked_locations, open_table
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
 from python_adapter.spark.session_conf import session_conf
+from python_adapter.spark.small_batch import write_small_batch
 from python_adapter.spark.bloom import BLOOM_KEY, bloom_key, write_options
 from python_adapter.spark.staging import bytes_per_row, staged_entries
 from python_adapter.spark.upsert import check_predicates, stage_upsert, validate_keys
@@ -252,13 +253,26 @@ def _stage(job: WriteJob) -> Staged:
         current = current_files(job.fs, job.proto.location, job.proto.timeline,
                                 check=job.table_name)
         return stage_upsert(job, staging, current)
-    cfg, pcols, progress = job.cfg, job.pcols, job.progress
     full = job.operation == "full_refresh"
     # A full refresh replaces every file, so files changed outside the timeline do not
     # matter to it; insert_overwrite keeps the other partitions' files and checks them.
     current = current_files(job.fs, job.proto.location, job.proto.timeline,
                             check=None if full else job.table_name)
     df = _rows_to_write(job)
+    written = write_small_batch(job, df, staging) or _write_planned(job, df, staging)
+    added = written.added
+    touched = {a.partition for a in added}
+    removed = current if full or not job.pcols else [f for f in current if f.partition in touched]
+    # A full refresh may follow a table recreated over files of no table: register everything.
+    registered = set() if full else {f.partition for f in current}
+    rows = sum(max(a.rows, 0) for a in added)
+    return Staged(added, removed, written.files_planned, written.bytes_per_row, registered,
+                  len(current), RowChanges(inserted=rows))
+
+
+def _write_planned(job: WriteJob, df: DataFrame, staging: str) -> Written:
+    """Count the rows per partition, plan the files and route the rows to them."""
+    cfg, pcols, progress = job.cfg, job.pcols, job.progress
     cache = (cfg.distribution != "none" and df.storageLevel == StorageLevel.NONE
              and worth_caching(df))
     cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cache else df
@@ -282,13 +296,7 @@ def _stage(job: WriteJob) -> Staged:
     finally:
         if cache:  # persist() returns the same object: remember whether we cached it
             cached.unpersist()
-    touched = {a.partition for a in added}
-    removed = current if full or not pcols else [f for f in current if f.partition in touched]
-    # A full refresh may follow a table recreated over files of no table: register everything.
-    registered = set() if full else {f.partition for f in current}
-    rows = sum(max(a.rows, 0) for a in added)
-    return Staged(added, removed, plan.total_files, plan.bytes_per_row, registered, len(current),
-                  RowChanges(inserted=rows))
+    return Written(added, plan.total_files, plan.bytes_per_row)
 
 
 def _rows_to_write(job):
@@ -318,7 +326,7 @@ def _plan(job: WriteJob) -> _FilePlan:
         cfg.file_count is None or cfg.distribution in ("exact", "hash"))
     not_null = resolve_names(cfg.not_null_columns, df.columns)
     if not need_counts:
-        _refuse_null_like_partitions(df, job.pcols)
+        refuse_null_like_partitions(df, job.pcols)
         check_not_null_rows(df, not_null)
     if cfg.distribution == "none":
         return _FilePlan(None, 0, None, None)
@@ -366,19 +374,3 @@ def _count_by_partition(df, pcols, not_null=()):
     counts = {tuple(r[:len(pcols)]): r["count"] for r in rows}
     check_partition_texts(pcols, counts)
     return counts
-
-
-def _refuse_null_like_partitions(df, pcols):
-    """check_partition_texts where no count is made (distribution none, or a static
-    file_count): one query for the first row holding such a value, string columns only."""
-    strings = [c for c in pcols if isinstance(df.schema[c].dataType,
-                                              (T.StringType, T.CharType, T.VarcharType))]
-    if not strings:
-        return
-    cond = None
-    for c in strings:
-        term = F.col(c).isin(*NULL_LIKE)
-        cond = term if cond is None else cond | term
-    row = df.where(cond).select(*strings).first()
-    if row is not None:
-        check_partition_texts(strings, [tuple(row)])

@@ -16,7 +16,7 @@ InjectedCrash (a simulated kill) passes through untouched, as a real crash leave
 for the next writer's recovery.
 """
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, Mapping, Optional, Protocol
+from typing import Callable, Dict, Iterable, Mapping, Optional, Protocol, Tuple
 
 from python_adapter.errors import LockLostError
 from python_adapter.table.commit import CommitProtocol
@@ -30,18 +30,30 @@ from python_adapter.table.timeline import (DEFERRED, PARTITION_STATS, FileEntry,
 class CatalogChange:
     """What a commit changed, as the catalog needs it: the partitions it touched (those
     that hold files now are registered, the others dropped), and the statistics of those
-    partitions and of the whole table after it, from the files the timeline records."""
+    partitions and of the whole table after it, from the files the timeline records.
+    `current`: registered partitions whose statistics the commit left as they were (a
+    partition rewritten with the same files, rows and bytes), and `table_current` the same
+    of the table: the metastore holds them already, so they are not written again."""
     changed: set            # partition directories the commit added or removed files in
     registered: set         # partitions known to be registered before the commit
     partition_stats: Dict[str, FileStats]
     table_stats: FileStats
+    current: frozenset = frozenset()
+    table_current: bool = False
 
     @staticmethod
-    def of(index: Mapping[str, FileEntry], changed: set, registered: set = frozenset()
-           ) -> "CatalogChange":
-        """The change to `changed` partitions, `index` being the table's files after it."""
-        return CatalogChange(set(changed), set(registered),
-                             partition_stats(index, changed), file_stats(index.values()))
+    def of(index: Mapping[str, FileEntry], changed: set, registered: set = frozenset(),
+           before: Optional[Mapping[str, FileEntry]] = None) -> "CatalogChange":
+        """The change to `changed` partitions, `index` being the table's files after it;
+        `before`, the files before it, when the metastore's statistics are those of
+        `before` (every commit writes them, but an adoption defers them)."""
+        stats, table = partition_stats(index, changed), file_stats(index.values())
+        current, table_current = frozenset(), False
+        if before is not None:
+            earlier = partition_stats(before, set(changed) & set(registered))
+            current = frozenset(p for p, s in earlier.items() if stats.get(p) == s)
+            table_current = file_stats(before.values()) == table
+        return CatalogChange(set(changed), set(registered), stats, table, current, table_current)
 
 
 class CatalogSync(Protocol):
@@ -113,8 +125,11 @@ class Transaction:
             self.proto.publish(inflight)
             if self.define is not None:
                 self.define(self.instant)
-            after = replay(list(self.proto.timeline.file_index().values()), [inflight])
-            self.catalog.sync(CatalogChange.of(after, self._changed(after), self.registered))
+            before = self.proto.timeline.file_index()
+            after = replay(list(before.values()), [inflight])
+            changed, stats_known = self._changed(after)
+            self.catalog.sync(CatalogChange.of(after, changed, self.registered,
+                                               before if stats_known else None))
             fault_point("synced")
             self.done = self.proto.complete(inflight, extra=self.completed_extra)
         except LockLostError:
@@ -123,21 +138,22 @@ class Transaction:
             self._abort()
             raise
 
-    def _changed(self, after: Mapping[str, FileEntry]) -> set:
-        """The partitions whose statistics the catalog is given. A new definition holds no
+    def _changed(self, after: Mapping[str, FileEntry]) -> Tuple[set, bool]:
+        """(The partitions whose statistics the catalog is given, whether the metastore
+        holds the statistics of the files before the commit). A new definition holds no
         partition yet: only the new files' concern it. An adoption changes no file: the
         partitions registered already keep the figures their writer left (altering hundreds
         of partitions costs seconds, and a compaction usually follows at once); the commit
         after it gives every partition its statistics."""
         if self.define is not None:
-            return partitions_of(self.added)
+            return partitions_of(self.added), False
         changed = partitions_of(self.added, self.removed)
         if self.extra.get(PARTITION_STATS) == DEFERRED:
-            return changed - self.registered
+            return changed - self.registered, False
         done = self.proto.timeline.completed()
         if done and done[-1].extra.get(PARTITION_STATS) == DEFERRED:
-            return changed | {e.partition for e in after.values()}
-        return changed
+            return changed | {e.partition for e in after.values()}, False
+        return changed, True
 
     def _abort(self) -> None:
         """Undo now rather than leave it to the next writer's recovery."""

@@ -28,17 +28,18 @@ def files_by_partition(spark, schema, name):
 STATS = ("numFiles", "totalSize", "numRows")
 
 
-def metastore_params(spark, schema, name):
-    """({partition name: {stat: value}}, {stat: value} of the table) from the metastore's
-    database (the embedded Derby of the test session), as a Hive client reads them."""
+def metastore_params(spark, schema, name, keys=STATS):
+    """({partition name: {key: value}}, {key: value} of the table) of integer parameters
+    (the statistics unless told) from the metastore's database (the embedded Derby of the
+    test session), as a Hive client reads them."""
     # the metastore the JVM's Hive client opened (a later test module's session shares the
     # first one's JVM, and its own conf would name another directory)
     client = spark._jsparkSession.sharedState().externalCatalog().unwrapped().client()
     url = client.getConf("javax.jdo.option.ConnectionURL", "").replace(";create=true", "")
     conn = spark._jvm.java.sql.DriverManager.getConnection(url)
     try:
-        keys = ", ".join(f"'{k}'" for k in STATS)
-        where = f"d.NAME = '{schema}' AND t.TBL_NAME = '{name}' AND x.PARAM_KEY IN ({keys})"
+        wanted = ", ".join(f"'{k}'" for k in keys)
+        where = f"d.NAME = '{schema}' AND t.TBL_NAME = '{name}' AND x.PARAM_KEY IN ({wanted})"
         parts, table = defaultdict(dict), {}
         rs = conn.createStatement().executeQuery(
             "SELECT p.PART_NAME, x.PARAM_KEY, x.PARAM_VALUE FROM PARTITION_PARAMS x "

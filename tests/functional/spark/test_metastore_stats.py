@@ -87,6 +87,36 @@ def test_statistics_follow_builds_upserts_deletes_and_rollbacks(spark, schema, e
     assert_stats(spark, schema, "st")
 
 
+def test_statistics_a_commit_leaves_the_same_are_not_written_again(spark, schema):
+    """A partition rewritten with the same files, rows and bytes keeps its metastore record
+    (altering a partition costs ~25 ms of the metastore's time): Hive's transient_lastDdlTime,
+    which every alter sets, stays; the partitions and the table that did change get theirs."""
+    import time
+
+    table = TableRef(schema, "same")
+    rows = ("select id, date_add(date'2025-01-01', cast(id % 3 as int)) as day, "
+            "sha2(cast(id as string), 256) as payload, false as gone from range({n})")
+    # a small batch: one task writes the rows in the same order, so the same bytes
+    config = cfg(incremental_strategy="insert_overwrite", unique_key=None,
+                 target_file_size="128MB")
+    write_dataframe(spark, spark.sql(rows.format(n=3000)), table, config, **QUIET)
+    ddl = ("transient_lastDdlTime",)
+    first = metastore_params(spark, schema, "same", ddl)
+    time.sleep(1.1)  # Hive keeps the time in seconds
+    write_dataframe(spark, spark.sql(rows.format(n=3000)), table, config, **QUIET)
+    assert metastore_params(spark, schema, "same", ddl) == first
+    assert_stats(spark, schema, "same")
+
+    time.sleep(1.1)
+    day_two = "day = date'2025-01-02'"  # gains rows; the other days are rewritten the same
+    write_dataframe(spark, spark.sql(rows.format(n=3000)).where(f"not {day_two}").unionByName(
+        spark.sql(rows.format(n=3600)).where(day_two)), table, config, **QUIET)
+    parts, whole = metastore_params(spark, schema, "same", ddl)
+    assert {p for p in parts if parts[p] != first[0][p]} == {"day=2025-01-02"}
+    assert whole != first[1]
+    assert_stats(spark, schema, "same")
+
+
 def test_statistics_of_an_unpartitioned_table(spark, schema, events):
     table = TableRef(schema, "flat")
     c = cfg(partition_by=[], incremental_strategy="append", unique_key=None)

@@ -1,0 +1,158 @@
+"""Small batches (spark/small_batch.py): rows Spark estimates at a few megabytes are written
+by one task, one file per partition, without the count and the shuffle of a planned write;
+whatever the estimate said, the layout rules, the checks made before anything is written and
+crash safety hold as for a planned write."""
+import pytest
+
+from python_adapter.core.config import parse_config
+from python_adapter.errors import ConfigError, ConstraintError
+from python_adapter.io.fs import HadoopFS
+from python_adapter.spark.catalog import TableRef, describe_table
+from python_adapter.spark.rollback import recover_table
+from python_adapter.spark.writer import write_dataframe
+from python_adapter.table import faults, lock
+from python_adapter.table.faults import InjectedCrash
+from python_adapter.table.timeline import Timeline
+from tests.functional.helpers import files_by_partition, rows_of
+from tests.functional.readers import duckdb_rows, local_dir, polars_rows, pyarrow_rows
+
+
+def rows_sql(n=2000, days=5, tag="v1", first=0):
+    """n rows over `days` daily partitions, no generator: a plan Spark estimates well."""
+    return (f"select id, date_add(date'2025-01-01', cast(id % {days} as int)) as day, "
+            f"sha2(cast(id as string), 256) as payload, '{tag}' as tag "
+            f"from range({first}, {first + n})")
+
+
+def write(spark, table, sql, full_refresh=False, **config):
+    """Write `sql` into table; returns the phase log."""
+    cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert_overwrite",
+                        **config})
+    lines = []
+    write_dataframe(spark, spark.sql(sql), table, cfg, full_refresh=full_refresh,
+                    log=lines.append)
+    return "\n".join(lines)
+
+
+def expected(spark, *sqls):
+    return sorted(tuple(r) for sql in sqls for r in spark.sql(sql).select("id", "tag").collect())
+
+
+def test_a_small_batch_is_written_by_one_task_a_file_per_partition(spark, schema):
+    table = TableRef(schema, "small")
+    log = write(spark, table, rows_sql())
+    assert "small batch" in log and "counting rows" not in log
+    log = write(spark, table, rows_sql(n=600, days=3, tag="v2", first=10_000))
+    assert "small batch" in log and "counting rows" not in log
+    files = files_by_partition(spark, schema, "small")
+    assert len(files) == 5 and all(len(f) == 1 for f in files.values())
+    want = expected(spark, rows_sql(n=600, days=3, tag="v2", first=10_000)) + \
+        [r for r in expected(spark, rows_sql()) if r[0] % 5 >= 3]
+    assert rows_of(spark, schema, "small") == sorted(want)
+    directory = local_dir(describe_table(spark, table).location)
+    for read in (duckdb_rows, pyarrow_rows, polars_rows):
+        assert sorted(read(directory, ["id", "tag"])) == sorted(want), read.__name__
+
+
+def test_a_file_above_the_target_sends_the_batch_the_planned_way(spark, schema):
+    """5 KB of random text a row, which Spark estimates at 20 bytes: the one-task files come
+    out far above the target, and the batch is planned and written again to the target."""
+    table = TableRef(schema, "wide")
+    sql = ("select id, date_add(date'2025-01-01', cast(id % 2 as int)) as day, "
+           "concat_ws('', transform(sequence(1, 80), i -> sha2(cast(id * 100 + i as string), 256)))"
+           " as payload, 'w' as tag from range(600)")
+    log = write(spark, table, sql, target_file_size="600KB")
+    assert "small batch" in log and "above the target" in log and "counting rows" in log
+    files = files_by_partition(spark, schema, "wide")
+    sizes = sorted(f.bytes for part in files.values() for f in part)
+    ideal = sum(-(-sum(f.bytes for f in part) // 600_000) for part in files.values())
+    assert len(sizes) == ideal and max(sizes) <= 1.25 * 600_000  # the planned write's spread
+    assert rows_of(spark, schema, "wide") == expected(spark, sql)
+
+
+@pytest.mark.parametrize("sql, config", [
+    # a generator makes more rows than Spark's estimate counts
+    ("select id, date_add(date'2025-01-01', d) as day, 'g' as tag "
+     "from range(100) lateral view explode(sequence(0, 3)) t as d", {}),
+    (rows_sql(), {"file_count": 10}),
+    (rows_sql(), {"distribution": "hash"}),
+    (rows_sql(), {"insert_split_size": 100}),
+    # a batch estimated above a quarter of the target
+    (rows_sql(), {"target_file_size": "40KB"}),
+])
+def test_what_is_not_a_small_batch_is_planned(spark, schema, sql, config):
+    log = write(spark, TableRef(schema, "planned"), sql, **config)
+    assert "small batch" not in log and "plan:" in log
+    assert rows_of(spark, schema, "planned") == expected(spark, sql)
+
+
+def test_a_null_in_a_not_null_column_fails_before_anything_is_written(spark, schema):
+    table = TableRef(schema, "nn")
+    write(spark, table, rows_sql())
+    bad = rows_sql().replace("'v1' as tag", "if(id = 7, null, 'v2') as tag")
+    with pytest.raises(ConstraintError, match="tag"):
+        write(spark, table, bad, not_null_columns=["tag"])
+    assert rows_of(spark, schema, "nn") == expected(spark, rows_sql())
+    fs = HadoopFS(spark)
+    assert not Timeline(fs, fs.qualify(describe_table(spark, table).location)).pending()
+    # not_null on a partition column: checked on the directory names of the staged files
+    with pytest.raises(ConstraintError, match="day"):
+        write(spark, table, rows_sql().replace(
+            "date_add(date'2025-01-01', cast(id % 5 as int)) as day",
+            "if(id = 3, null, date'2025-01-01') as day"), not_null_columns=["day"])
+    assert rows_of(spark, schema, "nn") == expected(spark, rows_sql())
+
+
+def test_a_partition_value_that_reads_back_as_null_is_refused(spark, schema):
+    table = TableRef(schema, "texts")
+    sql = ("select id, if(id % 3 = 0, {bad}, concat('r', id % 3)) as region, 't' as tag "
+           "from range(30)")
+    cfg = {"partition_by": ["region"]}
+    for bad in ("''", "'__HIVE_DEFAULT_PARTITION__'"):
+        with pytest.raises(ConfigError, match="region"):
+            write(spark, table, sql.format(bad=bad), **cfg)
+        assert describe_table(spark, table) is None  # a first build that fails leaves none
+    log = write(spark, table, sql.format(bad="null"), **cfg)  # NULL is a value: it reads back
+    assert "small batch" in log
+    assert [r.region for r in spark.table(f"{schema}.texts").collect()
+            if r.id % 3 == 0] == [None] * 10
+
+
+def test_an_empty_small_batch_writes_no_file(spark, schema):
+    table = TableRef(schema, "empty")
+    write(spark, table, rows_sql())
+    write(spark, table, rows_sql() + " where false")  # insert_overwrite of nothing: no change
+    assert rows_of(spark, schema, "empty") == expected(spark, rows_sql())
+    write(spark, table, rows_sql() + " where false", full_refresh=True)
+    assert rows_of(spark, schema, "empty") == [] and not files_by_partition(spark, schema, "empty")
+    unpartitioned = TableRef(schema, "empty_flat")
+    cfg = parse_config({"incremental_strategy": "insert_overwrite"})
+    write_dataframe(spark, spark.sql(rows_sql() + " where false"), unpartitioned, cfg,
+                    log=lambda m: None)
+    assert spark.table(f"{schema}.empty_flat").count() == 0
+    assert not files_by_partition(spark, schema, "empty_flat")
+
+
+@pytest.mark.parametrize("point", ["requested", "inflight", "publish:1", "publish:3",
+                                   "published", "synced", "completed", "cleanup"])
+def test_a_crash_at_any_step_of_a_small_batch_keeps_exactly_the_last_commit(
+        spark, schema, monkeypatch, point):
+    table = TableRef(schema, "crash")
+    write(spark, table, rows_sql())
+    second = rows_sql(n=900, days=3, tag="v2", first=50_000)
+    before = expected(spark, rows_sql())
+    after = sorted(expected(spark, second) + [r for r in before if r[0] % 5 >= 3])
+
+    monkeypatch.setenv("SIZED_SPARK_FAULT", point)
+    faults.reset()
+    with pytest.raises(InjectedCrash):
+        write(spark, table, second)
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    lock.forget_held_locks()  # a dead process holds no lock
+    faults.reset()
+
+    recover_table(spark, table, log=lambda m: None)
+    assert rows_of(spark, schema, "crash") == (after if point in ("completed", "cleanup")
+                                               else before)
+    assert "small batch" in write(spark, table, second)
+    assert rows_of(spark, schema, "crash") == after
