@@ -4,16 +4,19 @@ dbt-spark's own `incremental`.
 
     python benchmarks/startup.py [--rows 1000] [--commands 3] [--runs 5] [--out benchmarks/out]
 
-A dbt project in the run's work directory holds two models of `--rows` rows over 10 daily
-partitions: `tiny_ours` (sized_incremental, insert_overwrite) and `tiny_dbt_spark` (dbt's
-`incremental`, insert_overwrite, parquet, `sized: false`: dbt-spark's own macro). Two
-profiles share one embedded Spark setup (local[2], one Derby metastore and warehouse):
-`sized` (type sized_spark) and `spark` (type spark, method session: dbt-spark itself).
+A dbt project in the run's work directory holds models of `--rows` rows, each run's rows
+new (their payload hashes the run's invocation id, so every run replaces the rows and the
+files' sizes change, as an incremental run's new data does): `tiny_ours` (sized_incremental,
+insert_overwrite, 10 daily partitions) and `tiny_dbt_spark` (dbt's `incremental`,
+insert_overwrite, parquet, `sized: false`: dbt-spark's own macro), and the same pair
+unpartitioned (`flat_ours`, `flat_dbt_spark`). Two profiles share one embedded Spark setup
+(local[2], one Derby metastore and warehouse): `sized` (type sized_spark) and `spark` (type
+spark, method session: dbt-spark itself).
 
-Per command: `--commands` times each, alternating, in a fresh process (`dbt run --select
-<model>`, the JVM started by the command as an orchestrator's step does): ours with the
-sized profile, dbt-spark with the spark profile. Measured: the time from the process's
-start to the model's start (run_results.json) and the whole command.
+Per command: `--commands` times each partitioned model, alternating, in a fresh process
+(`dbt run --select <model>`, the JVM started by the command as an orchestrator's step does):
+ours with the sized profile, dbt-spark with the spark profile. Measured: the time from the
+process's start to the model's start (run_results.json) and the whole command.
 
 Per model: in one process (dbtRunner; the session warm), `--runs` incremental runs of each
 model on the sized profile, alternating; the model's execution_time from dbt's results.
@@ -42,13 +45,18 @@ from benchmarks.lib.report import (command_line, engine_state, finish_run,  # no
 
 GOAL = 1.2
 MODELS = {"ours": "tiny_ours", "dbt-spark": "tiny_dbt_spark"}
+FLAT = {"ours": "flat_ours", "dbt-spark": "flat_dbt_spark"}
 SELECT = ("select id, date_add(date'2025-01-01', cast(id % 10 as int)) as d,\n"
-          "       sha2(cast(id as string), 256) as payload\n"
+          "       sha2(concat(cast(id as string), '{{ invocation_id }}'), 256) as payload\n"
           "from range({{ var('rows') }})\n")
-OURS_SQL = ("{{ config(materialized='sized_incremental', incremental_strategy='insert_overwrite',"
-            " partition_by=['d']) }}\n" + SELECT)
-DBT_SPARK_SQL = ("{{ config(materialized='incremental', incremental_strategy='insert_overwrite',"
-                 " partition_by=['d'], file_format='parquet', sized=false) }}\n" + SELECT)
+OURS = "materialized='sized_incremental', incremental_strategy='insert_overwrite'"
+DBT_SPARK = ("materialized='incremental', incremental_strategy='insert_overwrite', "
+             "file_format='parquet', sized=false")
+
+
+def _model(config, partitioned):
+    by = ", partition_by=['d']" if partitioned else ""
+    return "{{ config(" + config + by + ") }}\n" + SELECT
 
 
 def main(argv=None):
@@ -90,8 +98,10 @@ def write_project(root, rows):
                                        "config-version": 2, "vars": {"rows": rows}}),
         "profiles.yml": json.dumps({"sized": _profile("sized_spark", home),
                                     "spark": _profile("spark", home)}),
-        "models/tiny_ours.sql": OURS_SQL,
-        "models/tiny_dbt_spark.sql": DBT_SPARK_SQL,
+        "models/tiny_ours.sql": _model(OURS, True),
+        "models/tiny_dbt_spark.sql": _model(DBT_SPARK, True),
+        "models/flat_ours.sql": _model(OURS, False),
+        "models/flat_dbt_spark.sql": _model(DBT_SPARK, False),
     }
     for rel, text in files.items():
         with open(os.path.join(project, rel), "w") as fh:
@@ -125,26 +135,28 @@ def fresh_command(project, model, profile):
 
 
 def in_process_runs(project, runs):
-    """{side: [model execution seconds]} of alternating incremental runs, one process,
-    after an untimed run of each (the first model of the process opens the session)."""
+    """{model: [model execution seconds]} of alternating incremental runs of every model,
+    one process, after an untimed run of each (the first model of the process opens the
+    session, and each model's first run builds its table)."""
     from dbt.cli.main import dbtRunner
 
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    out = {side: [] for side in MODELS}
+    models = [*MODELS.values(), *FLAT.values()]
+    out = {model: [] for model in models}
     for i in range(runs + 1):
-        for side, model in MODELS.items():
+        for model in models:
             res = dbtRunner().invoke(_args(project, model, "sized"))
             if not res.success:
                 raise RuntimeError(f"dbt run of {model} failed: {res.exception}")
             if i:
-                out[side].append(res.result.results[0].execution_time)
+                out[model].append(res.result.results[0].execution_time)
     return out
 
 
 @dataclass
 class Startup:
     commands: dict      # {side: [(before the model s, whole s)]}
-    models: dict        # {side: [execution s]}
+    models: dict        # {model: [execution s]}
     work: object
     version: str
     spark_version: str
@@ -179,8 +191,10 @@ def report(args, res, argv):
                  [c[0] for c in res.commands["dbt-spark"]]),
                 ("whole command (fresh process)", [c[1] for c in res.commands["ours"]],
                  [c[1] for c in res.commands["dbt-spark"]]),
-                ("model, incremental run (one process)", res.models["ours"],
-                 res.models["dbt-spark"])]
+                ("model, 10 partitions, incremental run (one process)",
+                 res.models[MODELS["ours"]], res.models[MODELS["dbt-spark"]]),
+                ("model, unpartitioned, incremental run (one process)",
+                 res.models[FLAT["ours"]], res.models[FLAT["dbt-spark"]])]
     for name, ours, theirs in measures:
         ratio = statistics.median(ours) / statistics.median(theirs)
         rows.append([name, f"{statistics.median(ours):.2f}", f"{statistics.median(theirs):.2f}",

@@ -2,10 +2,12 @@
 
 Everything the engine does to files goes through here, so a warehouse on HDFS, S3A or a
 `file://` URI works the same as a local directory. The one shortcut: `read_bytes` of an
-explicit `file:` URI (timeline instants, the lock) reads the local file directly.
+explicit `file:` URI (timeline instants, the lock) reads the local file directly, and
+`list_dir` of one lists it directly.
 """
 import os
 import re
+import stat
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Optional, Tuple
 
@@ -89,6 +91,11 @@ class HadoopFS:
 
     def list_dir(self, path: str) -> List[FileStatus]:
         """Direct children of a directory; [] when it does not exist."""
+        local = local_path(path)
+        if local is not None:
+            listed = _list_local_dir(local)
+            if listed is not None:
+                return listed
         jpath = self._path(path)
         fs = self._fs(jpath)
         try:
@@ -268,6 +275,34 @@ def local_path(path: str) -> Optional[str]:
     if path.startswith("file:/") and not path.startswith("file://"):
         return path[len("file:"):]
     return None
+
+
+def _list_local_dir(local: str) -> Optional[List[FileStatus]]:
+    """list_dir of a local directory by the OS, as Hadoop's local filesystem lists it
+    (`file:` paths, sizes, modification times in ms; no `.<name>.crc` side files, which
+    its checksummed filesystem hides): through py4j a listing costs ~5 ms, and ~25 ms for
+    a directory that is not there (the Java exception is fetched). None when it is no
+    directory (Hadoop says what it is)."""
+    try:
+        entries = list(os.scandir(local))
+    except FileNotFoundError:
+        return []
+    except NotADirectoryError:
+        return None
+    base = "file:" + os.path.normpath(local).rstrip("/")  # Hadoop's Path normalizes too
+    out = []
+    for entry in entries:
+        if entry.name.startswith(".") and entry.name.endswith(".crc"):
+            continue
+        try:
+            st = entry.stat()
+        except FileNotFoundError:  # deleted since the directory was read
+            continue
+        is_dir = stat.S_ISDIR(st.st_mode)
+        out.append(FileStatus(path=f"{base}/{entry.name}", name=entry.name, is_dir=is_dir,
+                              size=0 if is_dir else st.st_size,
+                              modified_ms=st.st_mtime_ns // 1_000_000))
+    return sorted(out, key=lambda s: s.name)
 
 
 def _rename_local(src: str, dst: str, make_parent: bool) -> None:

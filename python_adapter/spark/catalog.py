@@ -50,21 +50,23 @@ class TableInfo:
 
 
 def describe_table(spark: SparkSession, table: TableRef) -> Optional[TableInfo]:
-    """TableInfo, or None when the table does not exist, from the session catalog's record
-    of it (a few metastore lookups and py4j calls; a DESCRIBE TABLE EXTENDED is planned and
-    run as a query, several times as slow). Gives what DESCRIBE shows, char and varchar as string."""
-    state = spark._jsparkSession.sessionState()
-    ident = state.sqlParser().parseTableIdentifier(table.quoted)
-    catalog = state.catalog()
-    if not catalog.tableExists(ident):
-        return None
-    meta = catalog.getTableMetadata(ident)
+    """TableInfo, or None when the table does not exist, from the metastore's record of it
+    as Spark's catalog restores it (one lookup and a few py4j calls; DESCRIBE TABLE EXTENDED
+    is planned and run as a query, and the session catalog asks whether the database and
+    the table exist before it looks the table up). Gives what DESCRIBE shows, char and
+    varchar columns as string."""
+    db, name = _catalog_names(spark, table)
+    try:
+        meta = spark._jsparkSession.sharedState().externalCatalog().getTable(db, name)
+    except Exception as exc:  # py4j's error, or pyspark's AnalysisException made of it
+        if _NOT_FOUND.search(str(exc)):
+            return None
+        raise
     schema = T.StructType.fromJson(json.loads(meta.schema().json()))
     storage = meta.storage()
     location = storage.locationUri()
-    utils = spark._jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils
     return TableInfo(
-        location=utils.URIToString(location.get()) if location.isDefined() else "",
+        location=_uri_text(spark, location.get()) if location.isDefined() else "",
         columns=tuple((f.name, _CHAR_TYPE.sub("string", f.dataType.simpleString()))
                       for f in schema.fields),
         partition_columns=tuple(_seq_strings(meta.partitionColumnNames())),
@@ -72,6 +74,32 @@ def describe_table(spark: SparkSession, table: TableRef) -> Optional[TableInfo]:
         table_type=meta.tableType().name().upper(),
         input_format=_option_text(storage.inputFormat()),
     )
+
+
+# The external catalog's errors for a table or database that is not there (Spark 3.5's
+# exception names, Spark 4's error classes).
+_NOT_FOUND = re.compile(r"NoSuch(?:Table|Database)Exception|TABLE_OR_VIEW_NOT_FOUND|"
+                        r"SCHEMA_NOT_FOUND")
+
+
+def _catalog_names(spark: SparkSession, table: TableRef) -> Tuple[str, str]:
+    """(database, table) as the session catalog hands them to the external catalog:
+    lower-cased unless spark.sql.caseSensitive."""
+    if spark._jsparkSession.sessionState().conf().caseSensitiveAnalysis():
+        return table.schema, table.identifier
+    return table.schema.lower(), table.identifier.lower()
+
+
+_catalog_utils = {}  # {the JVM's gateway: CatalogUtils}: a class found by py4j costs calls
+
+
+def _uri_text(spark: SparkSession, uri) -> str:
+    """A catalog location as Spark shows it (CatalogUtils.URIToString)."""
+    jvm = spark._jvm
+    key = id(jvm._gateway_client)
+    if key not in _catalog_utils:
+        _catalog_utils[key] = jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils
+    return str(_catalog_utils[key].URIToString(uri))
 
 
 def _option_text(option) -> str:
@@ -103,8 +131,15 @@ def table_location(spark: SparkSession, table: TableRef) -> str:
     table (the database location and the lower-cased name)."""
     if table.location_root:
         return f"{table.location_root.rstrip('/')}/{table.identifier}"
-    db = spark.catalog.getDatabase(table.schema)
-    return f"{db.locationUri.rstrip('/')}/{table.identifier.lower()}"
+    db, _name = _catalog_names(spark, table)
+    try:
+        uri = spark._jsparkSession.sharedState().externalCatalog().getDatabase(db).locationUri()
+    except Exception as exc:  # py4j's error, or pyspark's AnalysisException made of it
+        if _NOT_FOUND.search(str(exc)):
+            raise WriteError(f"schema {table.schema} does not exist: create it first (dbt "
+                             f"does before it runs a model)") from None
+        raise
+    return f"{_uri_text(spark, uri).rstrip('/')}/{table.identifier.lower()}"
 
 
 # Table property naming the instant that created the table's definition: recovery of an

@@ -121,12 +121,17 @@ def write_table_stats(spark: SparkSession, table: TableRef, stats: FileStats) ->
     hive.client().alterTable(case_copy(raw, {_properties_position(raw): props}))
 
 
+_properties_at: List[int] = []   # found once per process: one Spark, one CatalogTable
+
+
 def _properties_position(table: Any) -> int:
     """The position of `properties` among CatalogTable.copy's arguments: its first Map
     (`ignoredProperties` is a later one; Spark versions add fields elsewhere)."""
-    copy = next(m for m in table.getClass().getMethods() if m.getName() == "copy")
-    kinds = [t.getName() for t in copy.getParameterTypes()]
-    return kinds.index("scala.collection.immutable.Map")
+    if not _properties_at:
+        copy = next(m for m in table.getClass().getMethods() if m.getName() == "copy")
+        kinds = [t.getName() for t in copy.getParameterTypes()]
+        _properties_at.append(kinds.index("scala.collection.immutable.Map"))
+    return _properties_at[0]
 
 
 def partitions_with_stats(location: str, stats: Mapping[str, FileStats]

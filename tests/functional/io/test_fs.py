@@ -53,3 +53,22 @@ def test_local_renames_move_files_into_new_directories_with_their_checksums(spar
         assert "staged/gone.parquet" in str(exc) and "t/x.parquet" in str(exc)
     else:
         raise AssertionError("renaming a missing file succeeded")
+
+
+def test_a_local_directory_is_listed_as_hadoop_lists_it(spark, tmp_path):
+    """list_dir of a `file:` URI reads the directory by the OS; it must give what the
+    session's Hadoop filesystem gives (a path without a scheme goes through Hadoop)."""
+    fs = HadoopFS(spark)
+    (tmp_path / "day=2025-01-01").mkdir()
+    (tmp_path / "a b%2Fc=1").mkdir()
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / "part-0.parquet").write_bytes(b"x" * 321)
+    (tmp_path / ".part-0.parquet.crc").write_bytes(b"c")  # Hadoop's side file: not listed
+    (tmp_path / "_SUCCESS").write_bytes(b"")
+    by_os = fs.list_dir(f"file:{tmp_path}")
+    assert by_os == fs.list_dir(str(tmp_path))
+    assert by_os == fs.list_dir(f"file://{tmp_path}/")
+    assert [s.name for s in by_os] == [".hidden", "_SUCCESS", "a b%2Fc=1", "day=2025-01-01",
+                                       "part-0.parquet"]
+    assert next(s for s in by_os if s.name == "part-0.parquet").size == 321
+    assert fs.list_dir(f"file:{tmp_path}/missing") == [] == fs.list_dir(f"{tmp_path}/missing")
