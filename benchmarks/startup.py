@@ -8,8 +8,10 @@ A dbt project in the run's work directory holds models of `--rows` rows, each ru
 new (their payload hashes the run's invocation id, so every run replaces the rows and the
 files' sizes change, as an incremental run's new data does): `tiny_ours` (sized_incremental,
 insert_overwrite, 10 daily partitions) and `tiny_dbt_spark` (dbt's `incremental`,
-insert_overwrite, parquet, `sized: false`: dbt-spark's own macro), and the same pair
-unpartitioned (`flat_ours`, `flat_dbt_spark`). Two profiles share one embedded Spark setup
+insert_overwrite, parquet, `sized: false`: dbt-spark's own macro), the same pair
+unpartitioned (`flat_ours`, `flat_dbt_spark`), and the partitioned pair with `append`
+(dbt-spark's default strategy: `append_ours` packs each run's rows into the partitions'
+small files, dbt-spark adds files). Two profiles share one embedded Spark setup
 (local[2], one Derby metastore and warehouse): `sized` (type sized_spark) and `spark` (type
 spark, method session: dbt-spark itself).
 
@@ -45,18 +47,21 @@ from benchmarks.lib.report import (command_line, engine_state, finish_run,  # no
 
 GOAL = 1.2
 MODELS = {"ours": "tiny_ours", "dbt-spark": "tiny_dbt_spark"}
-FLAT = {"ours": "flat_ours", "dbt-spark": "flat_dbt_spark"}
+# the in-process pairs: (what, ours' model, dbt-spark's model)
+PAIRS = [("10 partitions, insert_overwrite", "tiny_ours", "tiny_dbt_spark"),
+         ("unpartitioned, insert_overwrite", "flat_ours", "flat_dbt_spark"),
+         ("10 partitions, append", "append_ours", "append_dbt_spark")]
 SELECT = ("select id, date_add(date'2025-01-01', cast(id % 10 as int)) as d,\n"
           "       sha2(concat(cast(id as string), '{{ invocation_id }}'), 256) as payload\n"
           "from range({{ var('rows') }})\n")
-OURS = "materialized='sized_incremental', incremental_strategy='insert_overwrite'"
-DBT_SPARK = ("materialized='incremental', incremental_strategy='insert_overwrite', "
+OURS = "materialized='sized_incremental', incremental_strategy='{strategy}'"
+DBT_SPARK = ("materialized='incremental', incremental_strategy='{strategy}', "
              "file_format='parquet', sized=false")
 
 
-def _model(config, partitioned):
+def _model(config, partitioned, strategy="insert_overwrite"):
     by = ", partition_by=['d']" if partitioned else ""
-    return "{{ config(" + config + by + ") }}\n" + SELECT
+    return "{{ config(" + config.format(strategy=strategy) + by + ") }}\n" + SELECT
 
 
 def main(argv=None):
@@ -102,6 +107,8 @@ def write_project(root, rows):
         "models/tiny_dbt_spark.sql": _model(DBT_SPARK, True),
         "models/flat_ours.sql": _model(OURS, False),
         "models/flat_dbt_spark.sql": _model(DBT_SPARK, False),
+        "models/append_ours.sql": _model(OURS, True, "append"),
+        "models/append_dbt_spark.sql": _model(DBT_SPARK, True, "append"),
     }
     for rel, text in files.items():
         with open(os.path.join(project, rel), "w") as fh:
@@ -141,7 +148,7 @@ def in_process_runs(project, runs):
     from dbt.cli.main import dbtRunner
 
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    models = [*MODELS.values(), *FLAT.values()]
+    models = [m for _what, *pair in PAIRS for m in pair]
     out = {model: [] for model in models}
     for i in range(runs + 1):
         for model in models:
@@ -191,10 +198,8 @@ def report(args, res, argv):
                  [c[0] for c in res.commands["dbt-spark"]]),
                 ("whole command (fresh process)", [c[1] for c in res.commands["ours"]],
                  [c[1] for c in res.commands["dbt-spark"]]),
-                ("model, 10 partitions, incremental run (one process)",
-                 res.models[MODELS["ours"]], res.models[MODELS["dbt-spark"]]),
-                ("model, unpartitioned, incremental run (one process)",
-                 res.models[FLAT["ours"]], res.models[FLAT["dbt-spark"]])]
+                *[(f"model, {what} (one process)", res.models[ours], res.models[theirs])
+                  for what, ours, theirs in PAIRS]]
     for name, ours, theirs in measures:
         ratio = statistics.median(ours) / statistics.median(theirs)
         rows.append([name, f"{statistics.median(ours):.2f}", f"{statistics.median(theirs):.2f}",
