@@ -83,8 +83,7 @@ def plan_inserts(files: Iterable[Tuple[Hashable, float]], num_inserts: int,
 
     if num_inserts == 0:
         return []
-    small = sorted(((size, file_id) for file_id, size in files if size < small_file_limit),
-                   key=lambda t: (t[0], _sort_key(t[1])))
+    small = small_files(files, small_file_limit)
     plan, left = [], num_inserts
     for size, file_id in small:
         if left == 0:
@@ -99,6 +98,14 @@ def plan_inserts(files: Iterable[Tuple[Hashable, float]], num_inserts: int,
         plan.append((None, take))
         left -= take
     return plan
+
+
+def small_files(files: Iterable[Tuple[Hashable, float]], small_file_limit: float
+                ) -> List[Tuple[float, Hashable]]:
+    """[(size, file_id)] of the files below the small-file limit, in the order inserts top
+    them up: emptiest first, ties by file_id."""
+    return sorted(((size, file_id) for file_id, size in files if size < small_file_limit),
+                  key=lambda t: (t[0], _sort_key(t[1])))
 
 
 def _sort_key(file_id):

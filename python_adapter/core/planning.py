@@ -20,16 +20,23 @@ def files_for_rows(rows: int, bytes_per_row: float, target_file_size: int) -> in
     return max(1, math.ceil(rows * bytes_per_row / target_file_size))
 
 
-def is_small_batch(estimated_bytes: int, cfg: SizedConfig) -> bool:
-    """Whether a full build or insert_overwrite of rows estimated at `estimated_bytes` is
-    written as a small batch: one file per partition. Only with the distributions that
-    write the ideal (exact, range) and no setting that asks for more files than one per
-    partition (file_count, insert_split_size)."""
-    if cfg.distribution not in ("exact", "range"):
-        return False
-    if cfg.file_count is not None or cfg.insert_split_size is not None:
-        return False
-    return estimated_bytes <= min(SMALL_BATCH_BYTES, cfg.target_file_size // 4)
+def is_small_batch(estimated_bytes: int, target_file_size: int) -> bool:
+    """Whether rows estimated at `estimated_bytes` are a small batch: written by one task,
+    one file per partition (spark/small_batch.py)."""
+    return estimated_bytes <= min(SMALL_BATCH_BYTES, target_file_size // 4)
+
+
+def writes_small_batches(cfg: SizedConfig, operation: str) -> bool:
+    """Whether a write may go as a small batch. A full build or insert_overwrite: with the
+    distributions that write the ideal (exact, range) and no setting that asks for more
+    files than one per partition (file_count, insert_split_size). An insert: without
+    insert_split_size (rows per new file). Other operations: never."""
+    if operation == "insert":
+        return cfg.insert_split_size is None
+    if operation in ("full_refresh", "insert_overwrite"):
+        return (cfg.distribution in ("exact", "range") and cfg.file_count is None
+                and cfg.insert_split_size is None)
+    return False
 
 
 @dataclass(frozen=True)

@@ -3,27 +3,36 @@ file per partition, with no count, no bytes-per-row sample and no shuffle. The i
 of a batch below the target is one file per partition, and for a 1,000-row model the count,
 the plan and the routing of a planned write cost more than the write (benchmarks/startup.py).
 
+- A full build or insert_overwrite writes the rows as they are (`write_small_batch`).
+- An insert tops up each touched partition's emptiest small file, as the bin-packing plan
+  does when that file has room (`stage_small_insert`): the task reads that file and writes
+  it again with the partition's new rows; partitions without a small file get a new file.
+
 The estimate is the optimizer's (sizeInBytes of the optimized plan), which runs high for
 scans, filters and joins; a plan that can make more rows than it reads (a generator such as
 explode) is not trusted, and goes the planned way. The files are checked after the write:
 one above the target sends the batch the planned way after all, so the layout rules hold
 whatever the estimate said. What the planned write's count checks on the way (not_null
-columns, partition values that read back as NULL) is checked on the staged files instead,
-before anything reaches the table."""
+columns, partition values that read back as NULL) is checked here too, before anything
+reaches the table."""
 import re
 from typing import List, Optional
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.core.partitions import parse_partition_path
-from python_adapter.core.planning import is_small_batch
+from python_adapter.core.binpack import small_files
+from python_adapter.core.partitions import (check_partition_texts, parse_partition_path,
+                                            partition_path)
+from python_adapter.core.planning import is_small_batch, writes_small_batches
 from python_adapter.core.sizes import format_size
 from python_adapter.spark.bloom import bloom_key, write_options
 from python_adapter.spark.constraints import check_not_null_rows, refuse_null_like_partitions
-from python_adapter.spark.job import WriteJob, Written, resolve_names
+from python_adapter.spark.job import RowChanges, Staged, WriteJob, Written, resolve_names
 from python_adapter.spark.staging import known_bytes_per_row, staged_entries
-from python_adapter.table.timeline import FileEntry
+from python_adapter.spark.table_files import read_files
+from python_adapter.table.timeline import FileEntry, pending_plan_files
 
 # A generator node in a plan's tree string (explode, posexplode, inline, stack, a UDTF).
 _GENERATE = re.compile(r"(?m)^[\s:+\-]*Generate\b")
@@ -40,33 +49,119 @@ def makes_rows(df: DataFrame) -> bool:
     return bool(_GENERATE.search(df._jdf.queryExecution().optimizedPlan().toString()))
 
 
-def write_small_batch(job: WriteJob, df: DataFrame, staging: str) -> Optional[Written]:
-    """Write df to staging with one task when it is a small batch: Written, or None when it
-    is not one (nothing written: the caller plans the write)."""
-    cfg = job.cfg
-    key = bloom_key(cfg, df.columns)
-    known_bpr, _source = known_bytes_per_row(job)
-    if key and known_bpr is None:
+def _small_estimate(job: WriteJob, df: DataFrame) -> Optional[int]:
+    """Spark's estimate of df when the write goes as a small batch, else None."""
+    if not writes_small_batches(job.cfg, job.operation):
+        return None
+    if bloom_key(job.cfg, df.columns) and known_bytes_per_row(job)[0] is None:
         return None  # its Bloom filter is sized for a full file's rows: plan it
     estimate = estimated_bytes(df)
-    if not is_small_batch(estimate, cfg) or makes_rows(df):
+    if not is_small_batch(estimate, job.cfg.target_file_size) or makes_rows(df):
         return None
-    target = cfg.target_file_size
-    job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): "
-                 f"one task writes each partition's file")
-    (df.coalesce(1).write.partitionBy(*job.pcols).options(**write_options(key, target, known_bpr))
-     .mode("overwrite").parquet(staging))
-    key_col = resolve_names(cfg.unique_key[:1], df.columns)[0] if cfg.unique_key else None
+    return estimate
+
+
+def _write_one_task(job: WriteJob, rows: DataFrame, staging: str) -> Optional[List[FileEntry]]:
+    """Write rows to staging from one task, a file per partition: the staged files (with
+    rows), or None when one came out above the target (staging deleted: plan the batch)."""
+    cfg, target = job.cfg, job.cfg.target_file_size
+    key = bloom_key(cfg, rows.columns)
+    options = write_options(key, target, known_bytes_per_row(job)[0])
+    rows.coalesce(1).write.partitionBy(*job.pcols).options(**options).mode("overwrite") \
+        .parquet(staging)
+    key_col = resolve_names(cfg.unique_key[:1], rows.columns)[0] if cfg.unique_key else None
     added = [a for a in staged_entries(job.spark, job.fs, staging, key_col) if a.rows != 0]
     if any(a.bytes > target for a in added):
         job.progress("a file came out above the target: planning the batch")
         job.fs.delete(staging)
         return None
+    return added
+
+
+def write_small_batch(job: WriteJob, df: DataFrame, staging: str) -> Optional[Written]:
+    """A full build or insert_overwrite of df written to staging by one task when it is a
+    small batch: Written, or None when it is not one (the caller plans the write)."""
+    estimate = _small_estimate(job, df)
+    if estimate is None:
+        return None
+    target = job.cfg.target_file_size
+    job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): "
+                 f"one task writes each partition's file")
+    added = _write_one_task(job, df, staging)
+    if added is None:
+        return None
     _check_staged(job, df, staging, added)
     job.progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added), target)}")
     rows = sum(a.rows for a in added)
-    bpr = sum(a.bytes for a in added) / rows if rows > 0 else None
-    return Written(added, len(added), bpr)
+    return Written(added, len(added), sum(a.bytes for a in added) / rows if rows > 0 else None)
+
+
+def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry]
+                       ) -> Optional[Staged]:
+    """An insert of a small batch: each touched partition's emptiest small file (not in a
+    pending clustering plan) read and written again with the partition's new rows by one
+    task; Staged, or None when it is not a small batch (the caller plans the write)."""
+    cfg = job.cfg
+    batch = job.df
+    if cfg.delete_column:  # an insert writes no row flagged deleted
+        batch = batch.where(~F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False)))
+    estimate = _small_estimate(job, batch)
+    if estimate is None:
+        return None
+    texts = _partition_texts(batch, job.pcols)
+    check_partition_texts(job.pcols, texts)
+    topped = _files_to_top_up(job, {partition_path(job.pcols, t) for t in texts}, current)
+    if topped is None:
+        return None
+    registered = {f.partition for f in current}
+    if not texts:  # no rows: nothing to write
+        return Staged([], [], 0, None, registered, len(current), RowChanges())
+    target = cfg.target_file_size
+    job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): one task "
+                 f"writes each partition's file, topping up {len(topped)} small files")
+    check_not_null_rows(batch, resolve_names(cfg.not_null_columns, batch.columns))
+    columns = [*job.data_cols, *job.pcols]
+    rows = batch.select(*columns)
+    if topped:
+        old = read_files(job.spark, job.proto.location, job.spark.table(job.table_name).schema,
+                         [f.path for f in topped])
+        rows = old.select(*columns).unionByName(rows)
+    added = _write_one_task(job, rows, staging)
+    if added is None:
+        return None
+    written = sum(a.rows for a in added)
+    job.progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added), target)}"
+                 f", rewriting {format_size(sum(f.bytes for f in topped), target)} of existing "
+                 f"files")
+    return Staged(added, topped, len(added), sum(a.bytes for a in added) / written, registered,
+                  len(current), RowChanges(inserted=written - sum(f.rows for f in topped)))
+
+
+def _partition_texts(batch: DataFrame, pcols) -> List[tuple]:
+    """The batch's distinct partition values as the texts Spark names directories by (one
+    query); [()] for an unpartitioned batch with rows, [] for no rows."""
+    if not pcols:
+        return [()] if batch.limit(1).collect() else []
+    return [tuple(r) for r in
+            batch.select(*[F.col(c).cast("string") for c in pcols]).distinct().collect()]
+
+
+def _files_to_top_up(job: WriteJob, touched: set, current: List[FileEntry]
+                     ) -> Optional[List[FileEntry]]:
+    """The emptiest small file of each touched partition (none in a pending clustering
+    plan), as the bin-packing plan picks them; None when such a file's rows are not known
+    (the inserted rows are the rows written less the file's)."""
+    excluded = pending_plan_files(job.proto.timeline)
+    by_partition = {}
+    for f in current:
+        if f.partition in touched and f.path not in excluded:
+            by_partition.setdefault(f.partition, []).append(f)
+    topped = []
+    for files in by_partition.values():
+        small = small_files([(f.path, f.bytes) for f in files], job.cfg.small_file_limit)
+        if small:
+            topped.append(next(f for f in files if f.path == small[0][1]))
+    return None if any(f.rows < 0 for f in topped) else topped
 
 
 def _check_staged(job: WriteJob, df: DataFrame, staging: str, added: List[FileEntry]) -> None:

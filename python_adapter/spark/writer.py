@@ -29,7 +29,7 @@ from python_adapter.spark.constraints import (check_not_null_rows, check_null_co
 from python_adapter.spark.locking import adopt_if_foreign, locked_locations, open_table
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
 from python_adapter.spark.session_conf import session_conf
-from python_adapter.spark.small_batch import write_small_batch
+from python_adapter.spark.small_batch import stage_small_insert, write_small_batch
 from python_adapter.spark.bloom import BLOOM_KEY, bloom_key, write_options
 from python_adapter.spark.staging import bytes_per_row, staged_entries
 from python_adapter.spark.upsert import check_predicates, stage_upsert, validate_keys
@@ -252,7 +252,8 @@ def _stage(job: WriteJob) -> Staged:
     if job.operation in ("upsert", "insert", "microbatch"):
         current = current_files(job.fs, job.proto.location, job.proto.timeline,
                                 check=job.table_name)
-        return stage_upsert(job, staging, current)
+        small = stage_small_insert(job, staging, current) if job.operation == "insert" else None
+        return small or stage_upsert(job, staging, current)
     full = job.operation == "full_refresh"
     # A full refresh replaces every file, so files changed outside the timeline do not
     # matter to it; insert_overwrite keeps the other partitions' files and checks them.

@@ -156,3 +156,159 @@ def test_a_crash_at_any_step_of_a_small_batch_keeps_exactly_the_last_commit(
                                                else before)
     assert "small batch" in write(spark, table, second)
     assert rows_of(spark, schema, "crash") == after
+
+
+# -- inserts (dbt's append): each touched partition's emptiest small file topped up -------
+
+def insert(spark, table, sql, **config):
+    """An insert of `sql` into table; returns the phase log."""
+    return write(spark, table, sql, **{"incremental_strategy": "append", **config})
+
+
+def test_a_small_insert_tops_up_the_small_file_of_each_partition_it_touches(spark, schema):
+    table = TableRef(schema, "app")
+    write(spark, table, rows_sql())                       # 5 partitions, a small file each
+    before = {f.path: f for part in files_by_partition(spark, schema, "app").values()
+              for f in part}
+    batch = rows_sql(n=300, days=3, tag="v2", first=10_000)   # days 0-2 of 5
+    log = insert(spark, table, batch)
+    assert "small batch" in log and "topping up 3 small files" in log and "plan:" not in log
+    files = files_by_partition(spark, schema, "app")
+    assert all(len(f) == 1 for f in files.values()) and len(files) == 5
+    after = {f.path for part in files.values() for f in part}
+    untouched = {p for p, f in before.items() if f.partition >= "day=2025-01-04"}
+    assert untouched <= after and len(after - set(before)) == 3  # the others never rewritten
+    want = sorted(expected(spark, rows_sql()) + expected(spark, batch))
+    assert rows_of(spark, schema, "app") == want
+    directory = local_dir(describe_table(spark, table).location)
+    for read in (duckdb_rows, pyarrow_rows, polars_rows):
+        assert sorted(read(directory, ["id", "tag"])) == want, read.__name__
+
+
+def test_a_small_insert_writes_new_files_where_no_file_is_small(spark, schema):
+    """A partition whose file is above the small-file limit, and one the table lacks, get a
+    new file; the big file is not read."""
+    table = TableRef(schema, "big")
+    config = {"target_file_size": "400KB", "small_file_limit": "60KB"}
+    write(spark, table, rows_sql(n=3000, days=2), **config)    # ~120 KB a partition
+    before = {f.path for part in files_by_partition(spark, schema, "big").values() for f in part}
+    batch = rows_sql(n=40, days=3, tag="v2", first=10_000)    # days 0, 1 and a new one
+    log = insert(spark, table, batch, **config)
+    assert "small batch" in log and "topping up 0 small files" in log
+    files = files_by_partition(spark, schema, "big")
+    assert before <= {f.path for part in files.values() for f in part}
+    assert sorted(len(f) for f in files.values()) == [1, 2, 2]
+    assert rows_of(spark, schema, "big") == sorted(expected(spark, rows_sql(n=3000, days=2)) +
+                                                   expected(spark, batch))
+    # the next insert tops up the new small files, never the big ones
+    again = rows_sql(n=30, days=3, tag="v3", first=20_000)
+    assert "topping up 3 small files" in insert(spark, table, again, **config)
+    files = files_by_partition(spark, schema, "big")
+    assert before <= {f.path for part in files.values() for f in part}
+    assert sorted(len(f) for f in files.values()) == [1, 2, 2]
+    assert rows_of(spark, schema, "big") == sorted(expected(spark, rows_sql(n=3000, days=2)) +
+                                                   expected(spark, batch) +
+                                                   expected(spark, again))
+
+
+def test_a_file_in_a_pending_clustering_plan_is_not_topped_up(spark, schema):
+    from python_adapter.spark.cluster_exec import run_clustering
+
+    table = TableRef(schema, "planned")
+    write(spark, table, rows_sql(n=400, days=2))
+    run_clustering(spark, table, ["id"], schedule_only=True, log=lambda m: None)
+    log = insert(spark, table, rows_sql(n=20, days=2, tag="v2", first=10_000))
+    assert "topping up 0 small files" in log
+    assert sorted(len(f) for f in files_by_partition(spark, schema, "planned").values()) == [2, 2]
+    run_clustering(spark, table, log=lambda m: None)          # the plan still executes
+    assert rows_of(spark, schema, "planned") == sorted(
+        expected(spark, rows_sql(n=400, days=2)) +
+        expected(spark, rows_sql(n=20, days=2, tag="v2", first=10_000)))
+    # two small files a partition now: the emptiest (the insert's) is topped up
+    sizes = {f.path: f.bytes for part in files_by_partition(spark, schema, "planned").values()
+             for f in part}
+    emptiest = {min(part, key=lambda f: f.bytes).path
+                for part in files_by_partition(spark, schema, "planned").values()}
+    insert(spark, table, rows_sql(n=20, days=2, tag="v3", first=20_000))
+    after = {f.path for part in files_by_partition(spark, schema, "planned").values()
+             for f in part}
+    assert set(sizes) - after == emptiest and len(after) == 4
+
+
+def test_a_small_insert_above_the_target_is_planned(spark, schema):
+    """5 KB of random text a row, which Spark estimates at 20 bytes: a partition's file
+    topped up by one task comes out above the target, and the insert is planned instead."""
+    table = TableRef(schema, "wide_insert")
+    config = {"target_file_size": "600KB"}
+    wide = ("select id, date_add(date'2025-01-01', cast(id % 2 as int)) as day, "
+            "concat_ws('', transform(sequence(1, 80), i -> sha2(cast(id * 100 + i as string), "
+            "256))) as payload, 'w' as tag from range({first}, {last})")
+    write(spark, table, wide.format(first=0, last=100), **config)
+    log = insert(spark, table, wide.format(first=1000, last=1600), **config)
+    assert "small batch" in log and "above the target" in log and "plan:" in log
+    sizes = [f.bytes for part in files_by_partition(spark, schema, "wide_insert").values()
+             for f in part]
+    assert max(sizes) <= 1.25 * 600_000
+    assert rows_of(spark, schema, "wide_insert") == sorted(
+        expected(spark, wide.format(first=0, last=100)) +
+        expected(spark, wide.format(first=1000, last=1600)))
+
+
+def test_a_small_insert_checks_its_rows_before_anything_is_written(spark, schema):
+    table = TableRef(schema, "checked")
+    write(spark, table, rows_sql(n=100, days=2))
+    with pytest.raises(ConstraintError, match="tag"):
+        insert(spark, table, rows_sql(n=10, days=2, first=500).replace(
+            "'v1' as tag", "if(id = 503, null, 'v2') as tag"), not_null_columns=["tag"])
+    texts = ("select id, if(id = 7, '', 'r') as region, 't' as tag from range(10)")
+    flat = TableRef(schema, "checked_texts")
+    write(spark, flat, texts.replace("''", "'s'"), partition_by=["region"])
+    with pytest.raises(ConfigError, match="region"):
+        insert(spark, flat, texts, partition_by=["region"])
+    assert rows_of(spark, schema, "checked") == expected(spark, rows_sql(n=100, days=2))
+    for t in ("checked", "checked_texts"):
+        fs = HadoopFS(spark)
+        location = fs.qualify(describe_table(spark, TableRef(schema, t)).location)
+        assert not Timeline(fs, location).pending()
+
+
+def test_rows_flagged_deleted_and_an_empty_batch_insert_nothing(spark, schema):
+    table = TableRef(schema, "flags")
+    sql = rows_sql(n=100, days=2).replace("'v1' as tag", "'v1' as tag, id % 10 = 0 as gone")
+    write(spark, table, sql, delete_column="gone")
+    files = files_by_partition(spark, schema, "flags")
+    log = insert(spark, table, sql.replace("from range(0, 100)", "from range(200, 300)"),
+                 delete_column="gone")
+    assert "small batch" in log
+    assert len(rows_of(spark, schema, "flags")) == 180
+    insert(spark, table, sql + " where false", delete_column="gone")
+    insert(spark, table, sql.replace("from range(0, 100)", "from range(0, 0)"),
+           delete_column="gone")
+    assert len(rows_of(spark, schema, "flags")) == 180
+    assert len(files) == len(files_by_partition(spark, schema, "flags"))
+
+
+@pytest.mark.parametrize("point", ["requested", "inflight", "publish:1", "publish:3",
+                                   "published", "synced", "completed", "cleanup"])
+def test_a_crash_at_any_step_of_a_small_insert_keeps_exactly_the_last_commit(
+        spark, schema, monkeypatch, point):
+    table = TableRef(schema, "crash_insert")
+    write(spark, table, rows_sql())
+    batch = rows_sql(n=300, days=3, tag="v2", first=50_000)
+    before = expected(spark, rows_sql())
+    after = sorted(before + expected(spark, batch))
+
+    monkeypatch.setenv("SIZED_SPARK_FAULT", point)
+    faults.reset()
+    with pytest.raises(InjectedCrash):
+        insert(spark, table, batch)
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    lock.forget_held_locks()
+    faults.reset()
+
+    recover_table(spark, table, log=lambda m: None)
+    assert rows_of(spark, schema, "crash_insert") == (
+        after if point in ("completed", "cleanup") else before)
+    if point not in ("completed", "cleanup"):
+        assert "small batch" in insert(spark, table, batch)
+    assert rows_of(spark, schema, "crash_insert") == after

@@ -225,3 +225,13 @@ def test_summarize_counts():
     assert summarize({"p=1": a, "p=2": b}) == expected
     assert summarize([]) == {"files_rewritten": 0, "new_files": 0, "updates": 0,
                              "inserts_into_existing": 0, "inserts_into_new": 0}
+
+
+def test_small_files_are_topped_up_emptiest_first_ties_by_name():
+    from python_adapter.core.binpack import small_files
+
+    files = [("b", 50), ("a", 50), ("c", 10), ("big", 200), ("d", 99)]
+    assert small_files(files, 100) == [(10, "c"), (50, "a"), (50, "b"), (99, "d")]
+    assert small_files(files, 0) == []   # packing off
+    plan = plan_inserts(files, 5, bytes_per_row=1.0, target_file_size=200, small_file_limit=100)
+    assert plan == [("c", 5)]            # the insert path's small batches top up the same file

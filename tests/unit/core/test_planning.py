@@ -84,3 +84,28 @@ def test_random_plans_never_exceed_target_by_design():
         for key, plan in plans.items():
             assert plan.rows_per_file * bpr <= target or plan.rows_per_file == 1
             assert (plan.files - 1) * plan.rows_per_file < plan.rows <= plan.files * plan.rows_per_file
+
+
+def test_a_small_batch_is_at_most_16MB_and_a_quarter_of_the_target():
+    from python_adapter.core.planning import SMALL_BATCH_BYTES, is_small_batch
+
+    assert is_small_batch(SMALL_BATCH_BYTES, 128 * 10**6)
+    assert not is_small_batch(SMALL_BATCH_BYTES + 1, 128 * 10**6)
+    assert is_small_batch(8_000, 32_000) and not is_small_batch(8_001, 32_000)
+
+
+def test_which_writes_may_go_as_small_batches():
+    from python_adapter.core.config import parse_config
+    from python_adapter.core.planning import writes_small_batches
+
+    def may(operation, **config):
+        return writes_small_batches(parse_config(config), operation)
+
+    assert may("full_refresh") and may("insert_overwrite") and may("insert")
+    assert may("full_refresh", distribution="range")
+    for setting in ({"distribution": "hash"}, {"distribution": "none"}, {"file_count": 4}):
+        assert not may("full_refresh", **setting) and not may("insert_overwrite", **setting)
+        assert may("insert", **setting)   # an insert's files do not follow these
+    assert not may("insert", insert_split_size=100)
+    assert not may("insert_overwrite", insert_split_size=100)
+    assert not may("upsert", unique_key="id") and not may("microbatch")
