@@ -4,7 +4,8 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, List, Optional, Sequence
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from python_adapter.core.config import SizedConfig
 from python_adapter.core.sizes import format_count, format_duration, format_size
@@ -122,6 +123,13 @@ class WriteResult:
     def as_dict(self) -> dict:
         changed = self.changes.inserted + self.changes.updated + self.changes.deleted
         return {**asdict(self), "message": self.message, "rows_changed": changed}
+
+
+def delete_flag(cfg: SizedConfig) -> Column:
+    """True on a row the model flags deleted (its delete_column true; null is not)."""
+    if not cfg.delete_column:
+        return F.lit(False)
+    return F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False))
 
 
 def resolve_names(cfg_cols: Sequence[str], df_cols: Sequence[str]) -> tuple:

@@ -29,7 +29,8 @@ from python_adapter.core.planning import is_small_batch, writes_small_batches
 from python_adapter.core.sizes import format_size
 from python_adapter.spark.bloom import bloom_key, write_options
 from python_adapter.spark.constraints import check_not_null_rows, refuse_null_like_partitions
-from python_adapter.spark.job import RowChanges, Staged, WriteJob, Written, resolve_names
+from python_adapter.spark.job import (RowChanges, Staged, WriteJob, Written, delete_flag,
+                                      resolve_names)
 from python_adapter.spark.staging import known_bytes_per_row, staged_entries
 from python_adapter.spark.table_files import read_files
 from python_adapter.table.timeline import FileEntry, pending_plan_files
@@ -102,9 +103,7 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry]
     pending clustering plan) read and written again with the partition's new rows by one
     task; Staged, or None when it is not a small batch (the caller plans the write)."""
     cfg = job.cfg
-    batch = job.df
-    if cfg.delete_column:  # an insert writes no row flagged deleted
-        batch = batch.where(~F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False)))
+    batch = job.df.where(~delete_flag(cfg))  # an insert writes no row flagged deleted
     estimate = _small_estimate(job, batch)
     if estimate is None:
         return None
@@ -120,13 +119,7 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry]
     job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): one task "
                  f"writes each partition's file, topping up {len(topped)} small files")
     check_not_null_rows(batch, resolve_names(cfg.not_null_columns, batch.columns))
-    columns = [*job.data_cols, *job.pcols]
-    rows = batch.select(*columns)
-    if topped:
-        old = read_files(job.spark, job.proto.location, job.spark.table(job.table_name).schema,
-                         [f.path for f in topped])
-        rows = old.select(*columns).unionByName(rows)
-    added = _write_one_task(job, rows, staging)
+    added = _write_one_task(job, _with_rows_of(job, batch, topped), staging)
     if added is None:
         return None
     written = sum(a.rows for a in added)
@@ -135,6 +128,17 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry]
                  f"files")
     return Staged(added, topped, len(added), sum(a.bytes for a in added) / written, registered,
                   len(current), RowChanges(inserted=written - sum(f.rows for f in topped)))
+
+
+def _with_rows_of(job: WriteJob, batch: DataFrame, files: List[FileEntry]) -> DataFrame:
+    """The batch's rows in the table's column order, after the rows of `files`."""
+    columns = [*job.data_cols, *job.pcols]
+    rows = batch.select(*columns)
+    if not files:
+        return rows
+    old = read_files(job.spark, job.proto.location, job.spark.table(job.table_name).schema,
+                     [f.path for f in files])
+    return old.select(*columns).unionByName(rows)
 
 
 def _partition_texts(batch: DataFrame, pcols) -> List[tuple]:

@@ -24,7 +24,7 @@ from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_u
 from python_adapter.errors import ConfigError
 from python_adapter.spark.bloom import BloomIndex, bloom_key, write_options
 from python_adapter.spark.constraints import check_null_counts, null_counts
-from python_adapter.spark.job import RowChanges, Staged, WriteJob, resolve_names
+from python_adapter.spark.job import RowChanges, Staged, WriteJob, delete_flag, resolve_names
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
 from python_adapter.spark.slot_write import FIRST_ROW, SLOT, SlotWrite, cached_size, write_slots
@@ -380,11 +380,9 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
 def _write_upsert(job, key_check, bpr, staging, current):
     """Tag, plan and write the slots; returns the plan."""
     cfg, progress, keys = job.cfg, job.progress, key_check.keys
-    delete_flag = F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False)) \
-        if cfg.delete_column else F.lit(False)
     batch_bytes = key_check.batch_bytes
     batch, key_range, batch_parts = key_check.result()
-    batch = batch.withColumn("__sized_del", delete_flag)
+    batch = batch.withColumn("__sized_del", delete_flag(cfg))
     tagger = Tagger(job, keys, batch_bytes)
     first, rest = _first_pass(cfg, job.pcols, current, key_range, batch_parts) \
         if keys and current else ([], [])

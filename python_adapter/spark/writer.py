@@ -21,7 +21,7 @@ from python_adapter.spark.catalog import (TableInfo, TableRef, create_table, des
 from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.distribution import distribute, matched_by_value
 from python_adapter.spark.job import (Progress, RowChanges, Staged, WriteJob, WriteResult,
-                                      Written, resolve_names, worth_caching)
+                                      Written, delete_flag, resolve_names, worth_caching)
 from python_adapter.spark.cluster_exec import run_clustering, run_compaction
 from python_adapter.spark.constraints import (check_not_null_rows, check_null_counts,
                                               null_count_names, null_counts,
@@ -307,7 +307,7 @@ def _rows_to_write(job):
     if cfg.incremental_strategy == "upsert":
         df, _, _ = validate_keys(df, resolve_names(cfg.unique_key, df.columns), cfg.precombine_column)
     if cfg.delete_column:
-        df = df.where(~F.coalesce(F.col(cfg.delete_column).cast("boolean"), F.lit(False)))
+        df = df.where(~delete_flag(cfg))
     return df
 
 
