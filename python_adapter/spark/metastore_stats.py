@@ -17,7 +17,8 @@ from pyspark.sql import SparkSession
 from python_adapter.core.partitions import parse_partition_path
 from python_adapter.io.fast_local_fs import encode_fields, jar_loaded
 from python_adapter.spark.catalog import TableRef, registered_partitions, sql_string
-from python_adapter.spark.scala_records import CaseCopy, CaseNew, case_copy
+from python_adapter.spark.scala_records import (CaseCopy, CaseNew, case_copy,
+                                                 copy_parameter_types)
 from python_adapter.table.files import FileStats
 
 PARTITION_CLASS = "org.apache.spark.sql.catalyst.catalog.CatalogTablePartition"
@@ -121,17 +122,10 @@ def write_table_stats(spark: SparkSession, table: TableRef, stats: FileStats) ->
     hive.client().alterTable(case_copy(raw, {_properties_position(raw): props}))
 
 
-_properties_at: List[int] = []   # found once per process: one Spark, one CatalogTable
-
-
 def _properties_position(table: Any) -> int:
     """The position of `properties` among CatalogTable.copy's arguments: its first Map
     (`ignoredProperties` is a later one; Spark versions add fields elsewhere)."""
-    if not _properties_at:
-        copy = next(m for m in table.getClass().getMethods() if m.getName() == "copy")
-        kinds = [t.getName() for t in copy.getParameterTypes()]
-        _properties_at.append(kinds.index("scala.collection.immutable.Map"))
-    return _properties_at[0]
+    return copy_parameter_types(table).index("scala.collection.immutable.Map")
 
 
 def partitions_with_stats(location: str, stats: Mapping[str, FileStats]

@@ -2,17 +2,30 @@
 some fields changed, a new record with the rest at their defaults. The number of fields
 differs between Spark versions, so both are found by reflection, never spelled out; the
 defaults are fetched once per record or class, as each py4j call is a round trip."""
-from typing import Any, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Sequence
+
+# {class name: the Java types of its copy's parameters}: looking the method up walks the
+# class's methods one py4j round trip each (~70 ms for a CatalogTable), once per process.
+_copy_parameters: Dict[str, List[str]] = {}
+
+
+def copy_parameter_types(record: Any) -> List[str]:
+    """The class names of the parameters of record.copy, in order."""
+    cls = record.getClass()
+    name = cls.getName()
+    if name not in _copy_parameters:
+        copy = next(m for m in cls.getMethods() if m.getName() == "copy")
+        _copy_parameters[name] = [t.getName() for t in copy.getParameterTypes()]
+    return _copy_parameters[name]
 
 
 class CaseCopy:
     """record.copy(...) with the fields at given positions changed (0 is the first)."""
 
     def __init__(self, record: Any) -> None:
-        copy = next(m for m in record.getClass().getMethods() if m.getName() == "copy")
         self.record = record
         self.fields: List[Any] = [getattr(record, f"copy$default${i}")()
-                                  for i in range(1, len(copy.getParameterTypes()) + 1)]
+                                  for i in range(1, len(copy_parameter_types(record)) + 1)]
 
     def __call__(self, changes: Mapping[int, Any]) -> Any:
         args = list(self.fields)
