@@ -18,7 +18,7 @@ reaches the table."""
 import re
 from typing import List, Optional
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -28,7 +28,8 @@ from python_adapter.core.partitions import (check_partition_texts, parse_partiti
 from python_adapter.core.planning import is_small_batch, writes_small_batches
 from python_adapter.core.sizes import format_size
 from python_adapter.spark.bloom import bloom_key, write_options
-from python_adapter.spark.constraints import check_not_null_rows, refuse_null_like_partitions
+from python_adapter.spark.constraints import (check_not_null_rows, check_null_counts,
+                                              null_counts, refuse_null_like_partitions)
 from python_adapter.spark.job import (RowChanges, Staged, WriteJob, Written, delete_flag,
                                       resolve_names)
 from python_adapter.spark.staging import known_bytes_per_row, staged_entries
@@ -107,7 +108,9 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry]
     estimate = _small_estimate(job, batch)
     if estimate is None:
         return None
-    texts = _partition_texts(batch, job.pcols)
+    not_null = resolve_names(cfg.not_null_columns, batch.columns)
+    groups = _partition_groups(batch, job.pcols, not_null)
+    texts = [tuple(g[:len(job.pcols)]) for g in groups]
     check_partition_texts(job.pcols, texts)
     topped = _files_to_top_up(job, {partition_path(job.pcols, t) for t in texts}, current)
     if topped is None:
@@ -118,7 +121,7 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry]
     target = cfg.target_file_size
     job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): one task "
                  f"writes each partition's file, topping up {len(topped)} small files")
-    check_not_null_rows(batch, resolve_names(cfg.not_null_columns, batch.columns))
+    check_null_counts(not_null, groups)
     added = _write_one_task(job, _with_rows_of(job, batch, topped), staging)
     if added is None:
         return None
@@ -141,13 +144,15 @@ def _with_rows_of(job: WriteJob, batch: DataFrame, files: List[FileEntry]) -> Da
     return old.select(*columns).unionByName(rows)
 
 
-def _partition_texts(batch: DataFrame, pcols) -> List[tuple]:
-    """The batch's distinct partition values as the texts Spark names directories by (one
-    query); [()] for an unpartitioned batch with rows, [] for no rows."""
-    if not pcols:
-        return [()] if batch.limit(1).collect() else []
-    return [tuple(r) for r in
-            batch.select(*[F.col(c).cast("string") for c in pcols]).distinct().collect()]
+def _partition_groups(batch: DataFrame, pcols, not_null) -> List[Row]:
+    """The batch's partitions in one query: per partition its values as the texts Spark
+    names directories by, then its rows and the null counts of the not_null columns; []
+    for no rows. The batch is small, so one task aggregates it: coalesce(1) leaves the
+    aggregation no shuffle to make (one stage, where a distinct() ran two)."""
+    texts = [F.col(c).cast("string").alias(c) for c in pcols]
+    rows = batch.coalesce(1).groupBy(*texts).agg(
+        F.count(F.lit(1)).alias("__sized_rows"), *null_counts(not_null)).collect()
+    return [r for r in rows if r["__sized_rows"]]   # no rows: one group of 0 when unpartitioned
 
 
 def _files_to_top_up(job: WriteJob, touched: set, current: List[FileEntry]

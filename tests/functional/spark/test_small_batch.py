@@ -211,6 +211,30 @@ def test_a_small_insert_writes_new_files_where_no_file_is_small(spark, schema):
                                                    expected(spark, again))
 
 
+def test_an_unpartitioned_small_insert_tops_up_the_tables_small_file(spark, schema):
+    """Without partition columns the batch is one group: its rows top up the table's small
+    file, a null in a not_null column fails first, and a batch without rows writes nothing."""
+    table = TableRef(schema, "flat_app")
+    flat = {"partition_by": []}
+    write(spark, table, rows_sql(n=200), **flat)
+    [before] = files_by_partition(spark, schema, "flat_app").values()
+    with pytest.raises(ConstraintError, match="tag"):
+        insert(spark, table, rows_sql(n=20, first=900).replace(
+            "'v1' as tag", "if(id = 905, null, 'v2') as tag"), not_null_columns=["tag"], **flat)
+    batch = rows_sql(n=50, tag="v2", first=1000)
+    log = insert(spark, table, batch, not_null_columns=["tag"], **flat)
+    assert "topping up 1 small files" in log and "plan:" not in log
+    [after] = files_by_partition(spark, schema, "flat_app").values()
+    assert len(before) == len(after) == 1 and before[0].path != after[0].path
+    insert(spark, table, batch + " where false", **flat)
+    assert files_by_partition(spark, schema, "flat_app") == {"": after}
+    want = sorted(expected(spark, rows_sql(n=200)) + expected(spark, batch))
+    assert rows_of(spark, schema, "flat_app") == want
+    directory = local_dir(describe_table(spark, table).location)
+    for read in (duckdb_rows, pyarrow_rows, polars_rows):
+        assert sorted(read(directory, ["id", "tag"])) == want, read.__name__
+
+
 def test_a_file_in_a_pending_clustering_plan_is_not_topped_up(spark, schema):
     from python_adapter.spark.cluster_exec import run_clustering
 
