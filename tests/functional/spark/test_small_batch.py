@@ -133,6 +133,19 @@ def test_an_empty_small_batch_writes_no_file(spark, schema):
     assert not files_by_partition(spark, schema, "empty_flat")
 
 
+def crash_then_recover(spark, table, monkeypatch, point, write_it):
+    """write_it() crashes at fault point `point`; then the table is recovered as the next
+    process would (a dead process holds no lock)."""
+    monkeypatch.setenv("SIZED_SPARK_FAULT", point)
+    faults.reset()
+    with pytest.raises(InjectedCrash):
+        write_it()
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    lock.forget_held_locks()
+    faults.reset()
+    recover_table(spark, table, log=lambda m: None)
+
+
 @pytest.mark.parametrize("point", ["requested", "inflight", "publish:1", "publish:3",
                                    "published", "synced", "completed", "cleanup"])
 def test_a_crash_at_any_step_of_a_small_batch_keeps_exactly_the_last_commit(
@@ -143,15 +156,7 @@ def test_a_crash_at_any_step_of_a_small_batch_keeps_exactly_the_last_commit(
     before = expected(spark, rows_sql())
     after = sorted(expected(spark, second) + [r for r in before if r[0] % 5 >= 3])
 
-    monkeypatch.setenv("SIZED_SPARK_FAULT", point)
-    faults.reset()
-    with pytest.raises(InjectedCrash):
-        write(spark, table, second)
-    monkeypatch.delenv("SIZED_SPARK_FAULT")
-    lock.forget_held_locks()  # a dead process holds no lock
-    faults.reset()
-
-    recover_table(spark, table, log=lambda m: None)
+    crash_then_recover(spark, table, monkeypatch, point, lambda: write(spark, table, second))
     assert rows_of(spark, schema, "crash") == (after if point in ("completed", "cleanup")
                                                else before)
     assert "small batch" in write(spark, table, second)
@@ -322,15 +327,7 @@ def test_a_crash_at_any_step_of_a_small_insert_keeps_exactly_the_last_commit(
     before = expected(spark, rows_sql())
     after = sorted(before + expected(spark, batch))
 
-    monkeypatch.setenv("SIZED_SPARK_FAULT", point)
-    faults.reset()
-    with pytest.raises(InjectedCrash):
-        insert(spark, table, batch)
-    monkeypatch.delenv("SIZED_SPARK_FAULT")
-    lock.forget_held_locks()
-    faults.reset()
-
-    recover_table(spark, table, log=lambda m: None)
+    crash_then_recover(spark, table, monkeypatch, point, lambda: insert(spark, table, batch))
     assert rows_of(spark, schema, "crash_insert") == (
         after if point in ("completed", "cleanup") else before)
     if point not in ("completed", "cleanup"):
