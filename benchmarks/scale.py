@@ -28,7 +28,6 @@ import os
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -46,14 +45,13 @@ from benchmarks.lib.data import (FIRST_NEW_DAY, MONTHLY_GROWTH, SCHEMA,  # noqa:
                                  SOURCE_VIEW, BatchOptions, batch_plan)
 from benchmarks.lib.report import (Run, engine_state, md_bullets, md_header,  # noqa: E402
                                    md_table, print_notes, start_run, text_table, write_lines)
-from benchmarks.lib.session import start_spark  # noqa: E402
+from benchmarks.lib.session import Cluster, free_port, start_spark  # noqa: E402
 from benchmarks.lib.tables import (drop_engine_cache, first_week_view, listing,  # noqa: E402
                                    materialize_batches, materialize_source, measure_batch,
                                    rows_by_date, table_location, upsert_config)
 from python_adapter.api import TableRef, write_dataframe  # noqa: E402
 from python_adapter.core.sizes import parse_size  # noqa: E402
 
-CLUSTER_SCRIPT = os.path.join(REPO, "scripts", "spark_cluster.sh")
 TABLE = "up_ours"                          # bench.up_ours (upsert.py's): backfilled, then upserted
 # upsert.py's defaults for the batches (its command-line defaults; see its --help).
 UPSERT_DEFAULTS = BatchOptions()
@@ -359,41 +357,6 @@ def child_main(spec_json):
 # ----------------------------------------------------------------------------------------
 # The parent: the cluster, one child per configuration
 # ----------------------------------------------------------------------------------------
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Cluster:
-    """scripts/spark_cluster.sh on a private state dir and port; stop() stops exactly the pids
-    the script's start recorded."""
-
-    def __init__(self, state_dir, port):
-        self.state, self.port = state_dir, port
-        self.env = {**os.environ, "SIZED_CLUSTER_DIR": state_dir,
-                    "SIZED_CLUSTER_PORT": str(port), "PYTHON": sys.executable}
-        self.master = f"spark://127.0.0.1:{port}"
-
-    def _run(self, cmd):
-        return subprocess.run(["bash", CLUSTER_SCRIPT, cmd], env=self.env, capture_output=True,
-                              text=True, timeout=300)
-
-    def start(self):
-        with socket.socket() as s:  # never attach workers to somebody else's master
-            if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                raise RuntimeError(f"port {self.port} is in use; set SIZED_CLUSTER_PORT to a "
-                                   f"free port")
-        r = self._run("start")
-        if r.returncode != 0:
-            raise RuntimeError(f"cluster did not start: {r.stdout}{r.stderr}")
-        return r.stdout.strip()
-
-    def stop(self):
-        r = self._run("stop")
-        return (r.stdout + r.stderr).strip()
-
-
 def run_child(spec, timeout):
     """Run one configuration in a child process (its own session and driver JVM, in its own
     process group so a timeout or Ctrl-C stops it and its JVM, and nothing else)."""

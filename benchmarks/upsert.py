@@ -3,6 +3,7 @@
 for every method.
 
     python benchmarks/upsert.py [--rows 200000] [--target 64KB] [--batches 20] [--out benchmarks/out]
+                                [--master local|cluster]
 
 The foundation table is backfill.py's (a year of daily partitions, +10% a month), written
 once by ours and copied file for file into the baselines' tables, so every method starts
@@ -36,7 +37,7 @@ from benchmarks.lib.data import (BATCHES, COLS, DATA_COLS, DAYS, FIRST_NEW_DAY, 
 from benchmarks.lib.report import (Run, command_line, engine_state, finish_run,  # noqa: E402
                                    md_bullets, md_header, md_table, print_notes,
                                    print_section, run_benchmark, start_run, text_table)
-from benchmarks.lib.session import start_spark  # noqa: E402
+from benchmarks.lib.session import Cluster, free_port, start_spark  # noqa: E402
 from benchmarks.lib.tables import (copy_files, create_plain_table,  # noqa: E402
                                    dynamic_overwrite, listing, materialize_batches,
                                    materialize_source, measure_batch, partition_of,
@@ -159,6 +160,12 @@ def parse_args(argv):
                     help="files of the source table, as in backfill.py (16)")
     ap.add_argument("--out", default=DEFAULT_OUT, help="output directory")
     ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--master", default="local", choices=("local", "cluster"),
+                    help="local: local[2] in this process (default); cluster: a standalone "
+                         "cluster of scripts/spark_cluster.sh (one master, two 1-core workers "
+                         "on 127.0.0.1) started for the run and stopped after it")
+    ap.add_argument("--executor-memory", default="1g",
+                    help="cluster: memory of each of the two executors (1g; workers offer 2g)")
     ap.add_argument("--index-scope", default="global", choices=("global", "partition"),
                     help="ours' index_scope: global (default; keys looked up in every file "
                          "their range does not rule out) or partition (only the batch's "
@@ -293,7 +300,7 @@ def run(args):
           f"small-file limit {cfg.small_file_limit:,} B, {args.batches} batches, work dir "
           f"{work.tmp}", flush=True)
     version = engine_state()
-    spark = start_spark(work.tmp, args.driver_memory)
+    cluster, spark = start_session(args, work)
     engine_log = (lambda m: print(f"    {m}", flush=True)) if args.verbose else (lambda m: None)
     try:
         src, batches = prepare_data(spark, args)
@@ -305,6 +312,29 @@ def run(args):
                       version)
     finally:
         spark.stop()
+        if cluster is not None:
+            print(cluster.stop(), flush=True)
+
+
+def start_session(args, work):
+    """(the cluster or None, the session): with --master cluster, the standalone cluster on
+    a free port (or SIZED_CLUSTER_PORT), its executors sharing this machine's disk, so the
+    warehouse is a file:// URI."""
+    if args.master == "local":
+        return None, start_spark(work.tmp, args.driver_memory)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    cluster = Cluster(os.path.join(work.tmp, "cluster"),
+                      int(os.environ.get("SIZED_CLUSTER_PORT") or free_port()))
+    print(f"starting the standalone cluster on {cluster.master} ...", flush=True)
+    print(f"  {cluster.start()}", flush=True)
+    try:
+        conf = (("spark.executor.memory", args.executor_memory), ("spark.cores.max", "2"))
+        return cluster, start_spark(work.tmp, args.driver_memory, master=cluster.master,
+                                    app_name="sized-upsert-benchmark", warehouse_uri=True,
+                                    conf=conf)
+    except BaseException:
+        print(cluster.stop(), flush=True)
+        raise
 
 
 # ----------------------------------------------------------------------------------------
@@ -405,10 +435,17 @@ def notes(args, res):
         + ", ".join(f"{meth} {counts[meth]:,}" for meth in METHODS)
         + f" (append: {history[-1][APPEND]['dups']:,} duplicates); ours and dbt "
           f"insert_overwrite hold {'the same rows' if diff == 0 else f'DIFFERENT rows ({diff} differ)'}.",
-        "Wall = wall-clock seconds of the write, local[2] on a shared machine; the methods run "
-        "in a rotating order per batch.",
+        f"Wall = wall-clock seconds of the write, {where(args)}; the methods run in a "
+        "rotating order per batch.",
         f"{res.version}.",
     ]
+
+
+def where(args):
+    if args.master == "local":
+        return "local[2] on a shared machine"
+    return ("a standalone cluster on this machine (master and two 1-core workers on 127.0.0.1, "
+            f"executors of {args.executor_memory}, warehouse as a file:// URI)")
 
 
 def report(args, res, argv):
@@ -416,7 +453,8 @@ def report(args, res, argv):
     and upsert_files.png."""
     cfg, work = res.cfg, res.work
     title = (f"Upsert: {args.batches} batches into {res.source['rows']:,} rows, {DAYS} daily "
-             f"partitions, target {args.target}, ours with index_scope {args.index_scope}")
+             f"partitions, target {args.target}, ours with index_scope {args.index_scope}"
+             + (", standalone cluster" if args.master == "cluster" else ""))
     shead, sbody = summary_rows(res.history, res.batches)
     hhead, hbody = history_rows(res.history, res.batches)
     lines = notes(args, res)

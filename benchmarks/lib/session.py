@@ -1,7 +1,11 @@
 """The benchmarks' Spark session: start_spark, a private session with Hive support whose
 warehouse, Derby metastore and scratch space live in the run's work directory, bound to
-loopback with the UI off; conf_set, session conf for a block."""
+loopback with the UI off; conf_set, session conf for a block; Cluster, a standalone cluster
+of scripts/spark_cluster.sh on a free port."""
 import os
+import socket
+import subprocess
+import sys
 
 LOCAL_MASTER = "local[2]"
 
@@ -63,3 +67,42 @@ class conf_set:
                 self.spark.conf.unset(k)
             else:
                 self.spark.conf.set(k, v)
+
+
+CLUSTER_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "scripts", "spark_cluster.sh")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """scripts/spark_cluster.sh on a private state dir and port; stop() stops exactly the pids
+    the script's start recorded."""
+
+    def __init__(self, state_dir, port):
+        self.state, self.port = state_dir, port
+        self.env = {**os.environ, "SIZED_CLUSTER_DIR": state_dir,
+                    "SIZED_CLUSTER_PORT": str(port), "PYTHON": sys.executable}
+        self.master = f"spark://127.0.0.1:{port}"
+
+    def _run(self, cmd):
+        return subprocess.run(["bash", CLUSTER_SCRIPT, cmd], env=self.env, capture_output=True,
+                              text=True, timeout=300)
+
+    def start(self):
+        with socket.socket() as s:  # never attach workers to somebody else's master
+            if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                raise RuntimeError(f"port {self.port} is in use; set SIZED_CLUSTER_PORT to a "
+                                   f"free port")
+        r = self._run("start")
+        if r.returncode != 0:
+            raise RuntimeError(f"cluster did not start: {r.stdout}{r.stderr}")
+        return r.stdout.strip()
+
+    def stop(self):
+        r = self._run("stop")
+        return (r.stdout + r.stderr).strip()
