@@ -7,12 +7,12 @@ to new files), then write every planned output file ("slot") from exactly one Sp
 """
 import threading
 from dataclasses import replace
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
 import pyspark
 from pyspark import StorageLevel, inheritable_thread_target
-from pyspark.sql import DataFrame, Row, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -34,14 +34,18 @@ from python_adapter.table.timeline import FileEntry, pending_plan_files
 
 SEED = 4242
 _ORDERABLE = (T.NumericType, T.StringType, T.DateType, T.TimestampType)
+# {partition values as Spark's writer names their directories: (min, max) of the first key
+# column of the batch's rows in that partition}
+PartitionKeyRanges = Dict[Tuple[Optional[str], ...], Tuple[Any, Any]]
 
 
 def validate_keys(df: DataFrame, keys: Sequence[str], precombine_column: Optional[str],
                   pcols: Sequence[str] = ()
-                  ) -> Tuple[DataFrame, Tuple[Any, Any], Set[Tuple[Optional[str], ...]]]:
+                  ) -> Tuple[DataFrame, Tuple[Any, Any], PartitionKeyRanges]:
     """Null keys fail; duplicate keys fail unless a precombine column picks the latest.
     Returns (the rows to write, (min, max) of the first key column or (None, None) when it
-    has no order, the set of partition values of the rows): one aggregation finds all of it."""
+    has no order, {partition values of the rows: (min, max) of their first key column}):
+    one aggregation finds all of it."""
     null_cond = None
     for k in keys:
         cond = F.col(k).isNull()
@@ -52,28 +56,43 @@ def validate_keys(df: DataFrame, keys: Sequence[str], precombine_column: Optiona
     groups = df.groupBy(*keys).agg(F.count(F.lit(1)).alias("count"), *part)
     first = keys[0]
     orderable = isinstance(df.schema[first].dataType, _ORDERABLE)
-    aggs = [F.sum(F.when(null_cond, 1).otherwise(0)),
-            F.sum(F.when(F.col("count") > 1, 1).otherwise(0))]
-    aggs += [F.min(first), F.max(first)] if orderable else [F.lit(None), F.lit(None)]
-    if pcols:
-        aggs.append(F.collect_set("__sized_parts"))  # few distinct sets: one per partition
-    found = groups.agg(*aggs).first()
-    if found[0]:
+    aggs = [F.sum(F.when(null_cond, 1).otherwise(0)).alias("__sized_nulls"),
+            F.sum(F.when(F.col("count") > 1, 1).otherwise(0)).alias("__sized_dups"),
+            (F.min(first) if orderable else F.lit(None)).alias("__sized_kmin"),
+            (F.max(first) if orderable else F.lit(None)).alias("__sized_kmax")]
+    found, partitions = _key_aggregates(groups, aggs, bool(pcols))
+    if found["__sized_nulls"]:
         raise ConfigError(f"unique_key: the new data has rows with a null {' / '.join(keys)}; "
                           f"a unique key must not be null")
-    if found[1] and not precombine_column:
+    if found["__sized_dups"] and not precombine_column:
         dups = groups.where("count > 1").limit(3).collect()
         shown = ", ".join(str(tuple(r[:len(keys)]) if len(keys) > 1 else r[0]) for r in dups)
         raise ConfigError(
             f"unique_key: the new data holds the same key more than once (e.g. {shown}); "
             f"set precombine_column to the column whose largest value wins, or dedupe the model")
-    key_range = (found[2], found[3])
-    partitions = {tuple(p) for parts in found[4] for p in parts} if pcols else set()
-    if precombine_column and found[1]:
+    key_range = (found["__sized_kmin"], found["__sized_kmax"])
+    if precombine_column and found["__sized_dups"]:
         w = Window.partitionBy(*keys).orderBy(F.col(precombine_column).desc_nulls_last())
         df = (df.withColumn("__sized_rn", F.row_number().over(w))
                 .where("__sized_rn = 1").drop("__sized_rn"))
     return df, key_range, partitions
+
+
+def _key_aggregates(groups: DataFrame, aggs: List[Column], partitioned: bool
+                    ) -> Tuple[dict, PartitionKeyRanges]:
+    """(aggs over every key group, {partition values: (__sized_kmin, __sized_kmax) of the
+    groups with rows in it}). Partitioned, a rollup over each key group's partitions gives
+    both in one job: a key in two partitions counts twice in the total's sums, which are
+    only tested for zero."""
+    none = {"__sized_nulls": 0, "__sized_dups": 0, "__sized_kmin": None, "__sized_kmax": None}
+    if not partitioned:
+        return groups.agg(*aggs).first().asDict(), {}
+    total_row = F.grouping("__sized_part").alias("__sized_all")
+    rows = (groups.select("*", F.explode("__sized_parts").alias("__sized_part"))
+                  .rollup("__sized_part").agg(*aggs, total_row).collect())
+    total = next((r.asDict() for r in rows if r["__sized_all"]), none)  # no rows: no total
+    return total, {tuple(r["__sized_part"]): (r["__sized_kmin"], r["__sized_kmax"])
+                   for r in rows if not r["__sized_all"]}
 
 
 def match_condition(cfg: SizedConfig) -> Optional[str]:
@@ -114,7 +133,7 @@ class KeyCheck:
         self.keys = upsert_keys(cfg, df.columns)
         self.batch_bytes = cached_size(df)  # the plan's estimate, no job
         self._done = threading.Event()
-        self._result, self._error = (df, (None, None), set()), None
+        self._result, self._error = (df, (None, None), {}), None
         if not self.keys:
             self._done.set()
             return
@@ -136,7 +155,7 @@ class KeyCheck:
     def wait(self) -> None:
         self._done.wait()
 
-    def result(self) -> Tuple[DataFrame, Tuple[Any, Any], Set[Tuple[Optional[str], ...]]]:
+    def result(self) -> Tuple[DataFrame, Tuple[Any, Any], PartitionKeyRanges]:
         self._done.wait()
         if self._error is not None:
             raise self._error
@@ -331,17 +350,21 @@ class Tagger:
         return groups, spark_path_of
 
 
-def _first_pass(cfg, pcols, current, key_range, batch_parts):
-    """(the files of the batch's partitions whose key range may hold its keys, the others).
-    Keys are unique across the table, so with index_scope 'global' a key not found in the
-    first is then looked for in the others (Tagger.tag_the_unfound): for keys that grow with
-    time (new keys above every file's range) that is no file at all."""
-    touched = {partition_path(pcols, p) for p in batch_parts} if pcols else None
+def _first_pass(pcols, current, key_range, batch_parts):
+    """(the files of the batch's partitions whose key range may hold a key of their own
+    partition's rows, the others that may hold one of the batch's keys). Keys are unique
+    across the table, so with index_scope 'global' a key not found in the first is then
+    looked for in the others (Tagger.tag_the_unfound): for keys that grow with time (new
+    keys above every file's range, late arrivals in recent partitions) that is no file."""
+    own = {partition_path(pcols, p): r for p, r in batch_parts.items()} if pcols else None
     first, rest = [], []
     for f in current:
-        (first if touched is None or f.partition in touched else rest).append(f)
-    lo, hi = key_range
-    return [f for f in first if may_hold_keys(f, lo, hi)], rest
+        lo, hi = key_range if own is None else own.get(f.partition, (None, None))
+        if (own is None or f.partition in own) and may_hold_keys(f, lo, hi):
+            first.append(f)
+        elif may_hold_keys(f, *key_range):
+            rest.append(f)
+    return first, rest
 
 
 def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Staged:
@@ -384,7 +407,7 @@ def _write_upsert(job, key_check, bpr, staging, current):
     batch, key_range, batch_parts = key_check.result()
     batch = batch.withColumn("__sized_del", delete_flag(cfg))
     tagger = Tagger(job, keys, batch_bytes)
-    first, rest = _first_pass(cfg, job.pcols, current, key_range, batch_parts) \
+    first, rest = _first_pass(job.pcols, current, key_range, batch_parts) \
         if keys and current else ([], [])
     first, rest, probed = tagger.rule_out(batch, first, rest, key_range)
     if keys and current:

@@ -216,6 +216,53 @@ def test_global_index_finds_a_key_that_moved_from_an_overlapping_partition(spark
     assert spark.table(f"{schema}.globalmove").count() == base.count()
 
 
+def test_late_arrivals_leave_their_partitions_files_unread(spark, schema, events):
+    """New keys above every file's range, arriving late into an old day: that day's files
+    cannot hold a key of its own rows, so tagging reads only the updated day's files."""
+    table = TableRef(schema, "late")
+    base = events(days=4)
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    before = files_by_partition(spark, schema, "late")
+    updates = base.where("day = date'2025-01-02' and id % 20 = 0").withColumn("tag", F.lit("v2"))
+    late = events(days=1, start="2025-01-03", base=30, id_offset=10**9, tag="late")
+    batch = updates.unionByName(late)
+    logs = []
+    write_dataframe(spark, batch, table, cfg(), log=logs.append)
+    files = sum(len(v) for v in before.values())
+    assert any(f"tagging incoming keys against {len(before['day=2025-01-02'])} of {files} files"
+               in m for m in logs), logs
+    assert any("30 keys not in their partitions' files: looking in 0 of the other" in m
+               for m in logs), logs
+    expected = {r[0]: r[1] for r in rows_of_df(base)}
+    expected.update({r[0]: r[1] for r in rows_of_df(batch)})
+    assert rows_of(spark, schema, "late") == sorted(expected.items())
+
+
+def test_a_key_moving_out_of_a_partition_of_late_arrivals_is_found(spark, schema, events):
+    """Day 1 gets late arrivals (so its files are out of the first pass) and loses a key to
+    day 3: with index_scope global the second pass finds the key in day 1's file."""
+    table = TableRef(schema, "latemove")
+    base = events(days=3)
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    [moving] = base.where("day = date'2025-01-01'").orderBy("id").limit(1).collect()
+    moved = base.where(F.col("id") == moving.id).withColumn("day", F.to_date(F.lit("2025-01-03")))
+    late = events(days=1, base=30, id_offset=10**9, tag="late")
+    write_dataframe(spark, moved.unionByName(late), table, cfg(), **QUIET)
+    got = spark.sql(f"select day from {schema}.latemove where id = {moving.id}").collect()
+    assert [str(r.day) for r in got] == ["2025-01-03"]
+    assert spark.table(f"{schema}.latemove").count() == base.count() + 30
+
+
+def test_an_empty_upsert_batch_changes_nothing(spark, schema, events):
+    table = TableRef(schema, "up_empty")
+    base = events(days=2)
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    before = files_by_partition(spark, schema, "up_empty")
+    write_dataframe(spark, base.limit(0), table, cfg(), **QUIET)
+    assert files_by_partition(spark, schema, "up_empty") == before
+    assert rows_of(spark, schema, "up_empty") == rows_of_df(base)
+
+
 def test_deletes_remove_rows(spark, schema, events):
     table = TableRef(schema, "del")
     base = events(days=3).withColumn("gone", F.lit(False))
