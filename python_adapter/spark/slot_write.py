@@ -3,9 +3,11 @@ without shuffling the rows of the files being rewritten.
 
 A rewritten file is read whole by one scan task (files are never split across tasks), and
 its old rows stay in that task. The batch rows bound for it are broadcast and joined to a
-copy of the file's first row, so only the batch rows bound for new files are shuffled. When the batch is too big to broadcast (over
-`spark.sql.autoBroadcastJoinThreshold` in memory), or a rewritten file may be empty (no
-first row to join), every row is shuffled to its slot's task instead.
+copy of the file's first row, so only the batch rows bound for new files are shuffled. When
+the batch is too big to broadcast (over `spark.sql.autoBroadcastJoinThreshold` in memory),
+or a rewritten file may be empty (no first row to join), every row is shuffled to its
+slot's task instead; the batch's keys, which drop the old rows they replace, are still
+broadcast when they alone are under the threshold, so the old rows are shuffled once.
 
 Each slot is written under its own `__sized_slot=<n>` directory, so one task may write
 several files of one partition; `staged_file` maps a staged file to its place in the table.
@@ -76,6 +78,12 @@ def cached_size(df: DataFrame) -> int:
     return size if isinstance(size, int) else int(str(size.toString()))  # py4j: int or BigInt
 
 
+def estimated_bytes(df: DataFrame, rows: int) -> int:
+    """Spark's estimate of `rows` rows of df's columns in memory, as its planner makes it
+    when it knows the row count: 8 bytes a row and each column's default size."""
+    return rows * (8 + int(df._jdf.schema().defaultSize()))
+
+
 @dataclass(frozen=True)
 class SlotWrite:
     """The rows of an upsert's slots and how to write them.
@@ -103,6 +111,7 @@ class SlotWrite:
     match: Optional[str] = None   # only old rows holding this SQL condition are replaced
     drop: Optional[str] = None    # old rows holding this SQL condition are removed
     options: Dict[str, str] = field(default_factory=dict)  # the Parquet writer's (Bloom filter)
+    key_bytes: int = -1           # estimated size of `keys` in memory (-1: unknown)
 
 
 def write_slots(spark: SparkSession, w: SlotWrite, progress: Callable[[str], None]) -> None:
@@ -124,8 +133,10 @@ def write_slots(spark: SparkSession, w: SlotWrite, progress: Callable[[str], Non
         why = ("a rewritten file has no recorded rows" if w.rows_unknown else
                f"the batch ({format_size(w.batch_bytes)} in memory) is over "
                f"spark.sql.autoBroadcastJoinThreshold")
-        out, n_tasks = _route(spark, _all_rows(w, [bound, fresh]), weights)
-        how = f"{n_tasks} tasks ({why}: every row shuffled)"
+        small_keys = 0 <= w.key_bytes <= limit
+        out, n_tasks = _route(spark, _all_rows(w, [bound, fresh], small_keys), weights)
+        how = f"{n_tasks} tasks ({why}: every row shuffled" + (
+            ", the keys broadcast)" if small_keys else ")")
         plain = {}
     progress(f"writing {len(weights)} files to staging in {how}")
     with whole_files(spark, w.largest_file), session_conf(spark, plain):
@@ -149,8 +160,8 @@ def _kept_old_rows(old, keys, match=None, broadcast=True, drop=None):
     return kept.withColumn("__sized_hit", F.expr(f"CASE WHEN ({match}) THEN __sized_hit END"))
 
 
-def _all_rows(w: SlotWrite, batch_rows):
-    out = _kept_old_rows(w.old, w.keys, w.match, broadcast=False, drop=w.drop).where(
+def _all_rows(w: SlotWrite, batch_rows, broadcast_keys: bool):
+    out = _kept_old_rows(w.old, w.keys, w.match, broadcast=broadcast_keys, drop=w.drop).where(
         "__sized_hit is null").select(*w.columns, SLOT)
     for rows in batch_rows:
         if rows is not None:

@@ -7,7 +7,7 @@ to new files), then write every planned output file ("slot") from exactly one Sp
 """
 import threading
 from dataclasses import replace
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
 import pyspark
@@ -27,7 +27,8 @@ from python_adapter.spark.constraints import check_null_counts, null_counts
 from python_adapter.spark.job import RowChanges, Staged, WriteJob, delete_flag, resolve_names
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
-from python_adapter.spark.slot_write import FIRST_ROW, SLOT, SlotWrite, cached_size, write_slots
+from python_adapter.spark.slot_write import (FIRST_ROW, SLOT, SlotWrite, cached_size,
+                                              estimated_bytes, write_slots)
 from python_adapter.spark.staging import bytes_per_row, staged_entries
 from python_adapter.spark.table_files import read_files, with_file_values
 from python_adapter.table.timeline import FileEntry, pending_plan_files
@@ -423,6 +424,7 @@ def _write_upsert(job, key_check, bpr, staging, current):
         if keys and rest and cfg.index_scope == "global":
             tagged, stats = tagger.tag_the_unfound(tagged, stats, rest)
         groups, spark_path_of = tagger.groups(stats)
+        found = TaggedBatch(tagged, spark_path_of, sum(g.rows for g in groups))
         window = window_condition(cfg)
         if window is not None:
             groups += _window_groups(job, tagger, current, window)
@@ -435,7 +437,7 @@ def _write_upsert(job, key_check, bpr, staging, current):
                  f"{summary['inserts_into_new']} into new files, {summary['updates']} rows "
                  f"updated or deleted")
         if plan.slots:
-            slots = _slot_write(job, plan, tagged, tagger, spark_path_of, current, staging)
+            slots = _slot_write(job, plan, found, tagger, current, staging)
             bloom = write_options(bloom_key(cfg, job.df.columns), cfg.target_file_size, bpr)
             write_slots(job.spark, replace(slots, drop=window, options=bloom), progress)
         return plan
@@ -475,11 +477,20 @@ def _window_groups(job, tagger, current, window) -> List[TagGroup]:
     return groups
 
 
-def _slot_write(job, plan: UpsertPlan, tagged, tagger, spark_path_of, current,
+class TaggedBatch(NamedTuple):
+    """The tagged batch (persisted), {rel path: the path Spark reports} of the files its
+    keys were found in, and its rows."""
+    rows_df: DataFrame
+    spark_path_of: Dict[str, str]
+    rows: int
+
+
+def _slot_write(job, plan: UpsertPlan, batch: TaggedBatch, tagger, current,
                 staging) -> SlotWrite:
     """The rows of every slot (rewritten files' old rows, batch rows bound for them, batch
     rows bound for new files) and how to write them."""
     spark, pcols, keys = job.spark, job.pcols, tagger.keys
+    tagged, spark_path_of = batch.rows_df, batch.spark_path_of
     columns = [*job.data_cols, *pcols]
     rewrites = plan.rewrites
     old = keys_df = None
@@ -504,6 +515,7 @@ def _slot_write(job, plan: UpsertPlan, tagged, tagger, spark_path_of, current,
     return SlotWrite(old=old, keys=keys_df, bound=_union(bound + [to_rewrites]), fresh=to_new,
                      columns=columns, pcols=pcols, weights=plan.weights, match=tagger.match,
                      rewrite_slots={s.slot for s in rewrites}, batch_bytes=cached_size(tagged),
+                     key_bytes=estimated_bytes(keys_df, batch.rows) if keys_df is not None else -1,
                      rows_unknown=any(entry[s.file].rows <= 0 for s in rewrites),
                      largest_file=max((entry[s.file].bytes for s in rewrites), default=0),
                      staging=staging)

@@ -50,10 +50,11 @@ def test_upsert_updates_inserts_and_keeps_files_sized(spark, schema, events):
         assert max(sizes) <= 1.25 * TARGET
 
 
-@pytest.mark.parametrize("how", ["ride_along", "shuffled", "tiny_splits"])
+@pytest.mark.parametrize("how", ["ride_along", "shuffled", "keys_broadcast", "tiny_splits"])
 def test_each_planned_file_is_written_once_however_rows_reach_it(spark, schema, events, how):
     """The batch rows of a rewritten file normally ride along to the task that reads the
-    file; over the broadcast threshold every row is shuffled instead. Either way each
+    file; over the broadcast threshold every row is shuffled instead (the keys broadcast
+    when they alone are under it). Either way each
     planned file is one file, even when Spark's split size is far below the files' size
     and the files hold many row groups (a file split over tasks would become two)."""
     name = f"slots_{how}"
@@ -61,6 +62,8 @@ def test_each_planned_file_is_written_once_however_rows_reach_it(spark, schema, 
     settings = {"parquet.block.size": "2048"}  # ~8 row groups per file
     if how == "shuffled":
         settings["spark.sql.autoBroadcastJoinThreshold"] = "-1"
+    if how == "keys_broadcast":  # ~900 keys of 16 B under it, the batch's rows over it
+        settings["spark.sql.autoBroadcastJoinThreshold"] = "50000"
     if how == "tiny_splits":
         settings.update({"spark.sql.files.maxPartitionBytes": "1024",
                          "spark.sql.files.openCostInBytes": "0"})
@@ -83,7 +86,10 @@ def test_each_planned_file_is_written_once_however_rows_reach_it(spark, schema, 
     assert rows_of(spark, schema, name) == sorted(expected.items())
     assert result.files_removed > 0 and result.files_written == result.files_planned
     shuffled_all = any("every row shuffled" in m for m in logs)
-    assert shuffled_all == (how == "shuffled"), [m for m in logs if "writing" in m]
+    keys_broadcast = any("the keys broadcast" in m for m in logs)
+    writing = [m for m in logs if "writing" in m]
+    assert shuffled_all == (how in ("shuffled", "keys_broadcast")), writing
+    assert keys_broadcast == (how == "keys_broadcast"), writing
 
 
 def test_inserts_into_an_empty_file_are_kept(spark, schema, events):
