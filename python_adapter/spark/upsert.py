@@ -27,8 +27,8 @@ from python_adapter.spark.constraints import check_null_counts, null_counts
 from python_adapter.spark.job import RowChanges, Staged, WriteJob, delete_flag, resolve_names
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
-from python_adapter.spark.slot_write import (FIRST_ROW, SLOT, SlotWrite, cached_size,
-                                              estimated_bytes, write_slots)
+from python_adapter.spark.slot_write import (FIRST_ROW, SLOT, SlotWrite, broadcast_limit,
+                                              cached_size, estimated_bytes, write_slots)
 from python_adapter.spark.staging import bytes_per_row, staged_entries
 from python_adapter.spark.table_files import read_files, with_file_values
 from python_adapter.table.timeline import FileEntry, pending_plan_files
@@ -40,13 +40,21 @@ _ORDERABLE = (T.NumericType, T.StringType, T.DateType, T.TimestampType)
 PartitionKeyRanges = Dict[Tuple[Optional[str], ...], Tuple[Any, Any]]
 
 
+class KeysFound(NamedTuple):
+    """What validate_keys finds: the rows to write, (min, max) of the first key column
+    ((None, None) when it has no order), the same per partition of the rows, and the rows
+    (an upper bound; -1 unknown)."""
+    df: DataFrame
+    key_range: Tuple[Any, Any]
+    partitions: PartitionKeyRanges
+    rows: int
+
+
 def validate_keys(df: DataFrame, keys: Sequence[str], precombine_column: Optional[str],
                   pcols: Sequence[str] = ()
-                  ) -> Tuple[DataFrame, Tuple[Any, Any], PartitionKeyRanges]:
+                  ) -> KeysFound:
     """Null keys fail; duplicate keys fail unless a precombine column picks the latest.
-    Returns (the rows to write, (min, max) of the first key column or (None, None) when it
-    has no order, {partition values of the rows: (min, max) of their first key column}):
-    one aggregation finds all of it."""
+    One aggregation finds all of what it returns."""
     null_cond = None
     for k in keys:
         cond = F.col(k).isNull()
@@ -59,6 +67,7 @@ def validate_keys(df: DataFrame, keys: Sequence[str], precombine_column: Optiona
     orderable = isinstance(df.schema[first].dataType, _ORDERABLE)
     aggs = [F.sum(F.when(null_cond, 1).otherwise(0)).alias("__sized_nulls"),
             F.sum(F.when(F.col("count") > 1, 1).otherwise(0)).alias("__sized_dups"),
+            F.sum("count").alias("__sized_rows"),
             (F.min(first) if orderable else F.lit(None)).alias("__sized_kmin"),
             (F.max(first) if orderable else F.lit(None)).alias("__sized_kmax")]
     found, partitions = _key_aggregates(groups, aggs, bool(pcols))
@@ -76,7 +85,7 @@ def validate_keys(df: DataFrame, keys: Sequence[str], precombine_column: Optiona
         w = Window.partitionBy(*keys).orderBy(F.col(precombine_column).desc_nulls_last())
         df = (df.withColumn("__sized_rn", F.row_number().over(w))
                 .where("__sized_rn = 1").drop("__sized_rn"))
-    return df, key_range, partitions
+    return KeysFound(df, key_range, partitions, found["__sized_rows"] or 0)
 
 
 def _key_aggregates(groups: DataFrame, aggs: List[Column], partitioned: bool
@@ -84,8 +93,9 @@ def _key_aggregates(groups: DataFrame, aggs: List[Column], partitioned: bool
     """(aggs over every key group, {partition values: (__sized_kmin, __sized_kmax) of the
     groups with rows in it}). Partitioned, a rollup over each key group's partitions gives
     both in one job: a key in two partitions counts twice in the total's sums, which are
-    only tested for zero."""
-    none = {"__sized_nulls": 0, "__sized_dups": 0, "__sized_kmin": None, "__sized_kmax": None}
+    only tested for zero or taken as an upper bound."""
+    none = {"__sized_nulls": 0, "__sized_dups": 0, "__sized_rows": 0, "__sized_kmin": None,
+            "__sized_kmax": None}
     if not partitioned:
         return groups.agg(*aggs).first().asDict(), {}
     total_row = F.grouping("__sized_part").alias("__sized_all")
@@ -134,7 +144,7 @@ class KeyCheck:
         self.keys = upsert_keys(cfg, df.columns)
         self.batch_bytes = cached_size(df)  # the plan's estimate, no job
         self._done = threading.Event()
-        self._result, self._error = (df, (None, None), {}), None
+        self._result, self._error = KeysFound(df, (None, None), {}, -1), None
         if not self.keys:
             self._done.set()
             return
@@ -156,7 +166,7 @@ class KeyCheck:
     def wait(self) -> None:
         self._done.wait()
 
-    def result(self) -> Tuple[DataFrame, Tuple[Any, Any], PartitionKeyRanges]:
+    def result(self) -> KeysFound:
         self._done.wait()
         if self._error is not None:
             raise self._error
@@ -193,9 +203,11 @@ def _tag_columns(pcols):
 class Tagger:
     """Tags the batch's rows with the file that holds their key (Hudi's index lookup)."""
 
-    def __init__(self, job: WriteJob, keys: Sequence[str], batch_bytes: int) -> None:
+    def __init__(self, job: WriteJob, keys: Sequence[str], batch_bytes: int,
+                 batch_rows: int = -1) -> None:
         self.spark, self.location, self.pcols = job.spark, job.proto.location, job.pcols
         self.keys, self.batch_bytes, self.progress = keys, batch_bytes, job.progress
+        self.batch_rows = batch_rows
         self.schema = job.spark.table(job.table_name).schema
         # dbt's merge options: what a matched row keeps of the table's row, and which of the
         # table's rows can be matched at all
@@ -258,9 +270,13 @@ class Tagger:
             F.col("_metadata.file_path").alias("__sized_file"))
         # Keep only the table's rows whose key comes in before the outer join: the batch's
         # keys are small next to the table, so this streams the table past them once.
-        existing = existing.join(
-            batch.select(*[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)]),
-            key_names, "left_semi")
+        probe = batch.select(*[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)])
+        # Spark sizes the keys by the batch's bytes in memory, every column's share of a row
+        # counted: with the row count they are often small enough to broadcast, and then
+        # the table's rows are not shuffled at all.
+        if 0 <= estimated_bytes(probe, self.batch_rows) <= broadcast_limit(self.spark):
+            probe = F.broadcast(probe)
+        existing = existing.join(probe, key_names, "left_semi")
         cond = None
         for i, k in enumerate(keys):
             c = batch[k] == existing[key_names[i]]
@@ -405,9 +421,9 @@ def _write_upsert(job, key_check, bpr, staging, current):
     """Tag, plan and write the slots; returns the plan."""
     cfg, progress, keys = job.cfg, job.progress, key_check.keys
     batch_bytes = key_check.batch_bytes
-    batch, key_range, batch_parts = key_check.result()
+    batch, key_range, batch_parts, batch_rows = key_check.result()
     batch = batch.withColumn("__sized_del", delete_flag(cfg))
-    tagger = Tagger(job, keys, batch_bytes)
+    tagger = Tagger(job, keys, batch_bytes, batch_rows)
     first, rest = _first_pass(job.pcols, current, key_range, batch_parts) \
         if keys and current else ([], [])
     first, rest, probed = tagger.rule_out(batch, first, rest, key_range)

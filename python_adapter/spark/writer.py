@@ -305,7 +305,7 @@ def _rows_to_write(job):
     deduped by precombine_column) when the model has an upsert key, deletes dropped."""
     cfg, df = job.cfg, job.df
     if cfg.incremental_strategy == "upsert":
-        df, _, _ = validate_keys(df, resolve_names(cfg.unique_key, df.columns), cfg.precombine_column)
+        df = validate_keys(df, resolve_names(cfg.unique_key, df.columns), cfg.precombine_column).df
     if cfg.delete_column:
         df = df.where(~delete_flag(cfg))
     return df
