@@ -271,9 +271,9 @@ class Tagger:
         # Keep only the table's rows whose key comes in before the outer join: the batch's
         # keys are small next to the table, so this streams the table past them once.
         probe = batch.select(*[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)])
-        # Spark sizes the keys by the batch's bytes in memory, every column's share of a row
-        # counted: with the row count they are often small enough to broadcast, and then
-        # the table's rows are not shuffled at all.
+        # Spark sizes the keys by their share of the batch's bytes in memory; from the row
+        # count they are often small enough to broadcast, and then the candidate files' rows
+        # are filtered where they are read: only the matched ones reach a shuffle.
         if 0 <= estimated_bytes(probe, self.batch_rows) <= broadcast_limit(self.spark):
             probe = F.broadcast(probe)
         existing = existing.join(probe, key_names, "left_semi")
