@@ -440,7 +440,6 @@ def _write_upsert(job, key_check, bpr, staging, current):
         if keys and rest and cfg.index_scope == "global":
             tagged, stats = tagger.tag_the_unfound(tagged, stats, rest)
         groups, spark_path_of = tagger.groups(stats)
-        found = TaggedBatch(tagged, spark_path_of, sum(g.rows for g in groups))
         window = window_condition(cfg)
         if window is not None:
             groups += _window_groups(job, tagger, current, window)
@@ -453,7 +452,7 @@ def _write_upsert(job, key_check, bpr, staging, current):
                  f"{summary['inserts_into_new']} into new files, {summary['updates']} rows "
                  f"updated or deleted")
         if plan.slots:
-            slots = _slot_write(job, plan, found, tagger, current, staging)
+            slots = _slot_write(job, plan, tagged, tagger, spark_path_of, current, staging)
             bloom = write_options(bloom_key(cfg, job.df.columns), cfg.target_file_size, bpr)
             write_slots(job.spark, replace(slots, drop=window, options=bloom), progress)
         return plan
@@ -493,20 +492,11 @@ def _window_groups(job, tagger, current, window) -> List[TagGroup]:
     return groups
 
 
-class TaggedBatch(NamedTuple):
-    """The tagged batch (persisted), {rel path: the path Spark reports} of the files its
-    keys were found in, and its rows."""
-    rows_df: DataFrame
-    spark_path_of: Dict[str, str]
-    rows: int
-
-
-def _slot_write(job, plan: UpsertPlan, batch: TaggedBatch, tagger, current,
+def _slot_write(job, plan: UpsertPlan, tagged, tagger, spark_path_of, current,
                 staging) -> SlotWrite:
     """The rows of every slot (rewritten files' old rows, batch rows bound for them, batch
     rows bound for new files) and how to write them."""
     spark, pcols, keys = job.spark, job.pcols, tagger.keys
-    tagged, spark_path_of = batch.rows_df, batch.spark_path_of
     columns = [*job.data_cols, *pcols]
     rewrites = plan.rewrites
     old = keys_df = None
@@ -531,7 +521,7 @@ def _slot_write(job, plan: UpsertPlan, batch: TaggedBatch, tagger, current,
     return SlotWrite(old=old, keys=keys_df, bound=_union(bound + [to_rewrites]), fresh=to_new,
                      columns=columns, pcols=pcols, weights=plan.weights, match=tagger.match,
                      rewrite_slots={s.slot for s in rewrites}, batch_bytes=cached_size(tagged),
-                     key_bytes=estimated_bytes(keys_df, batch.rows) if keys_df is not None else -1,
+                     key_bytes=-1 if keys_df is None else estimated_bytes(keys_df, tagger.batch_rows),
                      rows_unknown=any(entry[s.file].rows <= 0 for s in rewrites),
                      largest_file=max((entry[s.file].bytes for s in rewrites), default=0),
                      staging=staging)
