@@ -4,6 +4,13 @@ from collections import defaultdict
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.describe import read_layout
 
+# The JIT's first tier only, for the Spark processes tests start (dbt commands, crash
+# chains): each lives for seconds on a few thousand rows, where C2 compiling costs more
+# CPU than it saves on 2 cores (test_dbt_project's microbatch test: 134 s -> 105 s). It
+# does not change what runs. Not for the pytest process's own session: a test module runs
+# long enough for C2 to pay (two modules with it took longer than 12 min against 8).
+SHORT_JVM = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"}
+
 
 def rows_of(spark, schema, name, cols="id, tag"):
     """The table's rows as a sorted list (a multiset check: duplicates and losses both show)."""

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.functional.helpers import SHORT_JVM
+
 REPO = Path(__file__).resolve().parents[3]
 DBT = str(Path(sys.executable).with_name("dbt"))
 STEPS = REPO / "tests/functional/dbt_steps.py"
@@ -42,7 +44,8 @@ def target(request):
 def _dbt(project, home, target, *args, env_extra=None, runner=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIZED_SPARK_FAULT")}
     env.update({"SPARK_LOCAL_IP": "127.0.0.1", "SIZED_SPARK_HOME": str(home),
-                "SIZED_CLUSTER_PORT": CLUSTER_PORT, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"})
+                "SIZED_CLUSTER_PORT": CLUSTER_PORT, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+                **SHORT_JVM})
     env.update(env_extra or {})
     command = [*runner, *args] if runner else \
         [DBT, *args, "--profiles-dir", str(project), "--target", target]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from python_adapter.table import faults
+from tests.functional.helpers import SHORT_JVM
 from python_adapter.table import lock
 from python_adapter.spark.catalog import TableRef, describe_table
 from python_adapter.table.commit import CommitProtocol
@@ -40,7 +41,7 @@ def test_a_process_killed_during_a_definition_change_leaves_the_old_table(tmp_pa
     home = tmp_path / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIZED_SPARK_FAULT")}
-    env.update(SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO))
+    env.update(SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO), **SHORT_JVM)
 
     def run(expect, *actions):
         out = subprocess.run([sys.executable, str(REPO / "tests/functional/crash_chain.py"),
