@@ -9,7 +9,9 @@ payload) is written by ours with incremental_strategy 'insert' and small_file_li
 write per arrival day, so every session's events are spread over many files. Then the same
 table is clustered five times in a row (each run rewrites every file from the previous
 layout): linear on session_id, zorder and hilbert on (session_id, user_id), then zorder and
-hilbert on (session_id, user_id, amount). In each state, point queries on session_id,
+hilbert on (session_id, user_id, amount). Before each hilbert run the table is restored
+(the engine's restore) to the layout the zorder run on the same columns started from, so
+the two curves' clustering jobs read the same files. In each state, point queries on session_id,
 user_id and amount (a few random values, averaged) report rows scanned and files from
 the scan's Spark SQL metrics, the files whose row groups were actually read (per-task input
 metrics, one file per task) and the wall time. Each curve state is also set against a
@@ -37,8 +39,8 @@ from benchmarks.lib.report import (Run, command_line, engine_state, finish_run, 
                                    print_section, run_benchmark, start_run, text_table, say)
 from benchmarks.lib.session import conf_set, start_spark  # noqa: E402
 from benchmarks.lib.tables import save_table  # noqa: E402
-from python_adapter.api import (TableRef, cluster, layout, parse_config,  # noqa: E402
-                                write_dataframe)
+from python_adapter.api import (TableRef, cluster, layout, parse_config, restore,  # noqa: E402
+                                timeline, write_dataframe)
 from python_adapter.core.sizes import parse_size  # noqa: E402
 
 TABLE = "cl_events"
@@ -332,6 +334,23 @@ def group_size(args, table_bytes, target):
     return parse_size(args.max_bytes_per_group, "--max-bytes-per-group")
 
 
+def last_instant(spark):
+    """The table's last completed instant."""
+    rows = timeline(spark, TableRef(SCHEMA, TABLE))
+    return [r[0] for r in rows if r[3] == "completed"][-1]
+
+
+def same_start(spark, steps, done, starts):
+    """Before a curve step on the columns the step before it clustered (zorder, then
+    hilbert): the table restored to the layout that step started from, so both curves'
+    jobs read the same files and are timed on the same input (otherwise hilbert would
+    re-cluster zorder's files, whose bytes plan it more files)."""
+    step = steps[done]
+    if done and step[2] != "linear" and steps[done - 1][1] == step[1]:
+        say(f"restoring the layout {steps[done - 1][0]} started from ...")
+        restore(spark, TableRef(SCHEMA, TABLE), starts[done - 1], log=lambda m: None)
+
+
 def cluster_and_measure(spark, step, options, queries):
     """One clustering run (label, columns, strategy) of the whole table, then its state."""
     label, cols, strategy = step
@@ -372,7 +391,11 @@ def run(args):
         say(f"  {states[0]['files']} files, {states[0]['bytes'] / 1e6:,.1f} MB, "
             f"{queries.table_rows:,} rows")
         options = {"target_file_size": target, "cluster_max_bytes_per_group": group}
-        states += [cluster_and_measure(spark, step, options, queries) for step in STEPS]
+        starts = []
+        for i, step in enumerate(STEPS):
+            same_start(spark, STEPS, i, starts)
+            starts.append(last_instant(spark))
+            states.append(cluster_and_measure(spark, step, options, queries))
         return Clustering(target, work, sessions, users, queries.table_rows, states, group,
                           version, spark.version)
     finally:
@@ -483,7 +506,9 @@ def notes(args, res):
         f"distribution exact: {states[0]['files']} files, {states[0]['bytes'] / 1e6:,.1f} MB.",
         "The same table is clustered five times in a row (linear, then zorder and hilbert on "
         "two columns, then on three); every run rewrites all files of the previous layout (all are below the "
-        "clustering small-file limit, 3 x 100/128 of the target when the writes' limit is 0).",
+        "clustering small-file limit, 3 x 100/128 of the target when the writes' limit is 0). "
+        "Each hilbert run starts from the layout its zorder run started from (the table restored "
+        "by the engine's restore before it), so both curves' jobs read the same files.",
         "Clustering options: target_file_size " + f"{target:,} B, max_bytes_per_group "
         + ("the engine's default (16 x target)" if group is None else
            f"{group:,} B = the table's bytes + one target: one group, so the whole table is "

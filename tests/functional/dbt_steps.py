@@ -4,8 +4,11 @@ and the Spark session start once instead of once per command.
     python dbt_steps.py '<json list of argument lists>'
 
 Each step's output is framed by marker lines, so the caller can split it per step. A step
-["!sh", "<command>"] runs a shell command between dbt commands (a test damaging a table)."""
+["!sh", "<command>"] runs a shell command between dbt commands (a test damaging a table);
+["!env", "<name>", "<value>"] sets an environment variable for the commands after it, and
+["!env", "<name>"] removes it (a model reading env_var)."""
 import json
+import os
 import subprocess
 import sys
 
@@ -21,6 +24,12 @@ def main():
         print(f"{BEGIN} {i}", flush=True)
         if args[0] == "!sh":
             success = subprocess.run(args[1], shell=True).returncode == 0
+        elif args[0] == "!env":
+            success = True
+            if len(args) > 2:
+                os.environ[args[1]] = args[2]
+            else:
+                os.environ.pop(args[1], None)
         else:
             success = bool(dbtRunner().invoke(args).success)
         print(f"{END} {i} success={success}", flush=True)

@@ -64,8 +64,8 @@ def _dbt_steps(project, home, target, *steps):
     """Several dbt commands in one process (tests/functional/dbt_steps.py): one JVM start
     instead of one per command. Returns a _Step per command, in order."""
     import json
-    args = [step if step[0] == "!sh" else [*step, "--profiles-dir", str(project), "--target", target]
-            for step in steps]
+    args = [step if step[0].startswith("!") else
+            [*step, "--profiles-dir", str(project), "--target", target] for step in steps]
     out = _dbt(project, home, target, json.dumps(args), runner=[sys.executable, str(STEPS)])
     results, current = [], None
     for line in out.stdout.splitlines(keepends=True):
@@ -319,13 +319,13 @@ def test_microbatch_days_a_rerun_window_and_a_retried_batch(tmp_path):
         return [*mb, "--vars", json.dumps({**small, **more}), "--event-time-start", start,
                 "--event-time-end", end]
 
-    days, rerun = _dbt_steps(project, home, "embedded", window("2025-01-01", "2025-01-06"),
-                             window("2025-01-03", "2025-01-04", mb_version=2))
+    days, rerun, _, failed, _, retried = _dbt_steps(
+        project, home, "embedded", window("2025-01-01", "2025-01-06"),
+        window("2025-01-03", "2025-01-04", mb_version=2),
+        ["!env", "SIZED_MB_FAIL_DAY", "2025-01-07"], window("2025-01-06", "2025-01-09"),
+        ["!env", "SIZED_MB_FAIL_DAY"], ["retry"])
     assert days.returncode == 0 and rerun.returncode == 0, days.stdout[-3000:] + rerun.stdout[-3000:]
-    failed = _dbt(project, home, "embedded", *window("2025-01-06", "2025-01-09"),
-                  env_extra={"SIZED_MB_FAIL_DAY": "2025-01-07"})
     assert failed.returncode != 0 and "injected failure of the batch of 2025-01-07" in failed.stdout
-    retried = _dbt(project, home, "embedded", "retry")
     assert retried.returncode == 0, retried.stdout[-3000:]
     table = home / "warehouse" / "sized_it.db" / "events_microbatch"
     per_day = {f"2025-01-{d:02d}": int(300 * 1.1 ** ((d - 1) / 30.0)) for d in range(1, 9)}
