@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from python_adapter.table import faults
-from tests.functional.helpers import SHORT_JVM
 from python_adapter.table import lock
 from python_adapter.spark.catalog import TableRef, describe_table
 from python_adapter.table.commit import CommitProtocol
@@ -22,6 +21,7 @@ from python_adapter.table.timeline import Timeline, legacy_meta_dir_of, meta_dir
 from python_adapter.errors import WriteError
 from python_adapter.spark.rollback import recover_table, rollback_last_commit
 from python_adapter.spark.writer import write_dataframe
+from tests.functional.helpers import SHORT_JVM
 from tests.functional.readers import DirectoryReader, local_dir, parquet_files
 
 REPO = Path(__file__).resolve().parents[3]
