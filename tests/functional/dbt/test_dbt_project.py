@@ -34,13 +34,6 @@ def spark_cluster(tmp_path_factory):
     subprocess.run(["bash", script, "stop"], env=env, capture_output=True, text=True)
 
 
-@pytest.fixture(params=["embedded", "cluster"])
-def target(request):
-    if request.param == "cluster":
-        request.getfixturevalue("spark_cluster")
-    return request.param
-
-
 def _dbt(project, home, target, *args, env_extra=None, runner=None, short_jvm=True):
     """short_jvm: the JIT's first tier only (helpers.SHORT_JVM); off for a build of many
     models, which runs long enough for C2 to pay."""
@@ -58,24 +51,26 @@ def _dbt(project, home, target, *args, env_extra=None, runner=None, short_jvm=Tr
 class _Step:
     """One dbt command's outcome, shaped like subprocess.run's result."""
 
-    def __init__(self, returncode, stdout):
-        self.returncode, self.stdout = returncode, stdout
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
 
 
-def _dbt_steps(project, home, target, *steps):
+def _dbt_steps(project, home, target, *steps, short_jvm=True):
     """Several dbt commands in one process (tests/functional/dbt_steps.py): one JVM start
-    instead of one per command. Returns a _Step per command, in order."""
+    instead of one per command. Returns a _Step per command, in order (each with the
+    process's whole stderr)."""
     import json
     args = [step if step[0].startswith("!") else
             [*step, "--profiles-dir", str(project), "--target", target] for step in steps]
-    out = _dbt(project, home, target, json.dumps(args), runner=[sys.executable, str(STEPS)])
+    out = _dbt(project, home, target, json.dumps(args), runner=[sys.executable, str(STEPS)],
+               short_jvm=short_jvm)
     results, current = [], None
     for line in out.stdout.splitlines(keepends=True):
         if line.startswith("=== sized-dbt-step "):
             current = []
         elif line.startswith("=== sized-dbt-end "):
             ok = line.rstrip().endswith("success=True")
-            results.append(_Step(0 if ok else 1, "".join(current)))
+            results.append(_Step(0 if ok else 1, "".join(current), out.stderr))
             current = None
         elif current is not None:
             current.append(line)
@@ -110,31 +105,32 @@ def _assert_quiet_and_filesystem(run, project, target):
 
 
 def test_integration_project_builds_and_rebuilds_incrementally(tmp_path):
-    """On the embedded session (the cluster target runs the upsert scenario below: the
-    write path is the same code)."""
+    """On the embedded session (test_upsert_and_clustering_on_a_standalone_cluster runs the
+    write path on a cluster: the same code)."""
     project = tmp_path / "it"
     shutil.copytree(REPO / "integration_tests", project,
                     ignore=shutil.ignore_patterns(".spark", "target", "logs"))
     home = tmp_path / "spark"
     small = ["--vars", "{event_days: 40, base_rows_per_day: 300}"]
-    # 13 models a build plus their tests: slower with the first tier only (177 s -> 216 s)
-    first = _dbt(project, home, "embedded", "build", *small, short_jvm=False)
+    # 13 models a build plus their tests, then the incremental build at 4 threads, in one
+    # process as an orchestrator runs them; C2 kept: slower with the first tier only
+    first, second = _dbt_steps(project, home, "embedded", ["build", *small],
+                               ["build", *small, "--threads", "4"], short_jvm=False)
     assert first.returncode == 0, first.stdout[-4000:]
     assert "Completed successfully" in first.stdout
     assert "plan:" in first.stdout and "bytes per row" in first.stdout  # progress is logged
     # one summary line per model
     assert "inserted; files 0 -> " in first.stdout
     _assert_quiet_and_filesystem(first, project, "embedded")
-    # the incremental build at 4 threads: models written at once on one session, each
-    # still holding every source row once in sized files (the project's data tests)
-    second = _dbt(project, home, "embedded", "build", *small, "--threads", "4", short_jvm=False)
+    # models written at once on one session, each still holding every source row once in
+    # sized files (the project's data tests)
     assert second.returncode == 0, second.stdout[-4000:]
     assert "Concurrency: 4 threads" in second.stdout
     assert "insert_overwrite:" in second.stdout
 
 
-def test_upsert_crash_recovery_and_clustering(mini, target):
-    project, home = mini
+def test_upsert_crash_recovery_and_clustering(mini):
+    project, home, target = *mini, "embedded"
 
     def dbt(*args, **kw):
         return _dbt(project, home, target, *args, **kw)
@@ -196,8 +192,6 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
     assert bad_where.returncode != 0
     assert ("where: 'value > 3' names `value`, which is not a partition column of "
             "sized_it.orders") in bad_where.stdout, bad_where.stdout[-3000:]
-    if target == "cluster":
-        return  # restore and clean are driver-side file work, the same on both targets
     # back to batch 1 (before the upsert, the clustering), then clean past one commit
     first = re.search(r"\| (20\d{15}) \|[^|]+\| commit\s+\| completed \| full_refresh",
                       timeline.stdout).group(1)
@@ -218,6 +212,30 @@ def test_upsert_crash_recovery_and_clustering(mini, target):
     assert refused.returncode != 0  # past retention now: the error names what can be
     assert f"instant: '{first}' is past the table's retention" in refused.stdout
     assert "can be restored to 20" in refused.stdout
+
+
+def test_upsert_and_clustering_on_a_standalone_cluster(mini, spark_cluster):
+    """The work executors do, in their own JVMs on the cluster: the sized build (count,
+    sample, routed write), the upsert (tagging, bin-packing into small files) and a Hilbert
+    clustering, each leaving every key once. The crash, its recovery and the timeline, layout,
+    report and compaction operations are driver-side file and metastore work, the same code
+    on both targets: the embedded scenario above covers them."""
+    project, home = mini
+    first = _dbt(project, home, "cluster", "run", "--select", "orders")
+    assert first.returncode == 0, first.stdout[-4000:]
+    _assert_quiet_and_filesystem(first, project, "cluster")
+    upserted, clustered, check = _dbt_steps(
+        project, home, "cluster",
+        ["build", "--select", "orders", "orders_hold_each_key_once", "--vars", "{batch: 2}"],
+        ["run-operation", "sized_cluster", "--args",
+         "{relation: sized_it.orders, cluster_by: [value, payload], strategy: hilbert}"],
+        ["test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 2}"])
+    assert upserted.returncode == 0, upserted.stdout[-4000:]
+    assert "PASS=2" in upserted.stdout and "ERROR=0" in upserted.stdout  # model and test
+    assert "upsert: 1,000 inserted, 1,000 updated" in upserted.stdout
+    assert clustered.returncode == 0, clustered.stdout[-4000:]
+    assert "clustering: 1 plan(s)" in clustered.stdout
+    assert check.returncode == 0, check.stdout[-4000:]
 
 
 def test_bad_config_and_damaged_files_fail_the_model_with_the_way_out(mini):
