@@ -12,11 +12,10 @@ def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
     from python_adapter.io.fast_local_fs import configure
-    from python_adapter.io.jvm_startup import JAVA_OPTIONS, class_archive_confs
+    from python_adapter.io.jvm_startup import JAVA_OPTIONS
+    from tests.functional.helpers import driver_java_options
 
     home = tmp_path_factory.mktemp("spark_home")
-    java_options = {JAVA_OPTIONS: f"-Dderby.system.home={home}"}
-    java_options.update(class_archive_confs(java_options))  # a faster JVM start, as dbt's
     session = (configure(SparkSession.builder, "local[2]")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
@@ -27,7 +26,7 @@ def spark(tmp_path_factory):
                .config("spark.sql.warehouse.dir", str(home / "warehouse"))
                .config("spark.hadoop.javax.jdo.option.ConnectionURL",
                        f"jdbc:derby:;databaseName={home}/metastore_db;create=true")
-               .config(JAVA_OPTIONS, java_options[JAVA_OPTIONS])
+               .config(JAVA_OPTIONS, driver_java_options(home))
                .enableHiveSupport().getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -27,14 +27,12 @@ def main():
     from python_adapter.spark.catalog import TableRef, describe_table
     from python_adapter.core.config import parse_config
     from python_adapter.io.fast_local_fs import configure
-    from python_adapter.io.jvm_startup import JAVA_OPTIONS, class_archive_confs
+    from python_adapter.io.jvm_startup import JAVA_OPTIONS
     from python_adapter.spark.rollback import recover_table
     from python_adapter.spark.writer import write_dataframe
+    from tests.functional.helpers import driver_java_options
 
     home, expect, actions = sys.argv[1], sys.argv[2], sys.argv[3:]
-    # the driver JVM from the class archive, as dbt's sessions start: seconds less a process
-    java_options = {JAVA_OPTIONS: f"-Dderby.system.home={home}"}
-    java_options.update(class_archive_confs(java_options))
     spark = (configure(SparkSession.builder, "local[2]")
              .config("spark.driver.host", "127.0.0.1").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
@@ -42,7 +40,7 @@ def main():
              .config("spark.sql.warehouse.dir", f"{home}/warehouse")
              .config("spark.hadoop.javax.jdo.option.ConnectionURL",
                      f"jdbc:derby:;databaseName={home}/metastore_db;create=true")
-             .config(JAVA_OPTIONS, java_options[JAVA_OPTIONS])
+             .config(JAVA_OPTIONS, driver_java_options(home))
              .enableHiveSupport().getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     spark.sql("create database if not exists chain")

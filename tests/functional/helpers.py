@@ -12,6 +12,15 @@ from python_adapter.spark.describe import read_layout
 SHORT_JVM = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"}
 
 
+def driver_java_options(home) -> str:
+    """The driver JVM's options for a local test session whose Derby metastore lives in
+    `home`: started from the class archive, as dbt's sessions are (a faster JVM start)."""
+    from python_adapter.io.jvm_startup import JAVA_OPTIONS, class_archive_confs
+    options = {JAVA_OPTIONS: f"-Dderby.system.home={home}"}
+    options.update(class_archive_confs(options))
+    return options[JAVA_OPTIONS]
+
+
 def rows_of(spark, schema, name, cols="id, tag"):
     """The table's rows as a sorted list (a multiset check: duplicates and losses both show)."""
     return sorted(tuple(r) for r in spark.sql(f"select {cols} from {schema}.{name}").collect())
