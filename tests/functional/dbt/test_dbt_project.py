@@ -55,10 +55,11 @@ class _Step:
         self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
 
 
-def _dbt_steps(project, home, target, *steps, short_jvm=True):
+def _dbt_steps(project, home, target, *steps, short_jvm=True, dies=False):
     """Several dbt commands in one process (tests/functional/dbt_steps.py): one JVM start
     instead of one per command. Returns a _Step per command, in order (each with the
-    process's whole stderr)."""
+    process's whole stderr). dies: the last command kills the process (an injected crash);
+    its _Step has the process's exit status and the output it wrote before."""
     import json
     args = [step if step[0].startswith("!") else
             [*step, "--profiles-dir", str(project), "--target", target] for step in steps]
@@ -74,8 +75,20 @@ def _dbt_steps(project, home, target, *steps, short_jvm=True):
             current = None
         elif current is not None:
             current.append(line)
+    if dies and current is not None and len(results) == len(steps) - 1:
+        results.append(_Step(out.returncode, "".join(current), out.stderr))
     assert len(results) == len(steps), out.stdout[-4000:] + out.stderr[-4000:]
     return results
+
+
+def _first_instant(home):
+    """The instant id of sized_it.orders' one completed commit, from its timeline's file
+    names (`<instant>.commit`, docs/design.md)."""
+    timeline = home / "warehouse" / "sized_it.db" / ".sized" / "orders" / "timeline"
+    done = sorted(p.name.split(".")[0] for p in timeline.iterdir()
+                  if re.fullmatch(r"\d{17}\.commit", p.name))
+    assert len(done) == 1, sorted(p.name for p in timeline.iterdir())
+    return done[0]
 
 
 @pytest.fixture
@@ -131,21 +144,22 @@ def test_integration_project_builds_and_rebuilds_incrementally(tmp_path):
 
 def test_upsert_crash_recovery_and_clustering(mini):
     project, home, target = *mini, "embedded"
-
-    def dbt(*args, **kw):
-        return _dbt(project, home, target, *args, **kw)
-
-    first = dbt("run", "--select", "orders")
+    # the first run, then the dbt process dies (like kill -9) after moving two files during
+    # the publish of batch 2
+    first, *_, crashed = _dbt_steps(
+        project, home, target, ["run", "--select", "orders"],
+        ["!env", "SIZED_SPARK_FAULT", "publish:2"], ["!env", "SIZED_SPARK_FAULT_MODE", "exit"],
+        ["run", "--select", "orders", "--vars", "{batch: 2}"], dies=True)
     assert first.returncode == 0, first.stdout[-4000:]
     _assert_quiet_and_filesystem(first, project, target)
-    # the dbt process dies (like kill -9) after moving two files during publish
-    crashed = dbt("run", "--select", "orders", "--vars", "{batch: 2}",
-                   env_extra={"SIZED_SPARK_FAULT": "publish:2", "SIZED_SPARK_FAULT_MODE": "exit"})
-    assert crashed.returncode != 0
-    # The rest runs in one dbt process (dbtRunner), as an orchestrator would run it.
+    assert crashed.returncode == 137, crashed.stdout[-4000:]  # the fault's os._exit
+    first_instant = _first_instant(home)
+    # The rest runs in one dbt process (dbtRunner), as an orchestrator would run it: the
+    # recovery, batch 2 again, the operations, then back to batch 1 (before the upsert and
+    # the clustering) and a clean past one commit.
     report = project / "orders.html"
     (recovered, check, rerun, timeline, clustered, check2, layout, out, compacted,
-     bad_where) = _dbt_steps(
+     bad_where, restored, check1, cleaned, refused) = _dbt_steps(
         project, home, target,
         ["run-operation", "sized_recover", "--args", "{relation: sized_it.orders}"],
         ["test", "--select", "orders_hold_each_key_once"],
@@ -161,7 +175,14 @@ def test_upsert_crash_recovery_and_clustering(mini):
          "{relation: sized_it.orders, partitions: [2025-03-01, 2025-03-04], "
          "where: \"day <= '2025-03-02'\", partial_progress: true}"],
         ["run-operation", "sized_compact", "--args",
-         "{relation: sized_it.orders, where: 'value > 3'}"])
+         "{relation: sized_it.orders, where: 'value > 3'}"],
+        ["run-operation", "sized_restore", "--args",
+         f"{{relation: sized_it.orders, instant: '{first_instant}'}}"],
+        ["test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 1}"],
+        ["run-operation", "sized_clean", "--args",
+         "{relation: sized_it.orders, retain_commits: 1, retain_hours: 0}"],
+        ["run-operation", "sized_restore", "--args",
+         f"{{relation: sized_it.orders, instant: '{first_instant}'}}"])
     # its stale lock and half-published instant are recovered: the table is as after batch 1
     assert recovered.returncode == 0, recovered.stdout[-4000:]
     assert "recovering stale writer lock" in recovered.stdout
@@ -192,25 +213,16 @@ def test_upsert_crash_recovery_and_clustering(mini):
     assert bad_where.returncode != 0
     assert ("where: 'value > 3' names `value`, which is not a partition column of "
             "sized_it.orders") in bad_where.stdout, bad_where.stdout[-3000:]
-    # back to batch 1 (before the upsert, the clustering), then clean past one commit
-    first = re.search(r"\| (20\d{15}) \|[^|]+\| commit\s+\| completed \| full_refresh",
-                      timeline.stdout).group(1)
-    restored, check1, cleaned, refused = _dbt_steps(
-        project, home, target,
-        ["run-operation", "sized_restore", "--args",
-         f"{{relation: sized_it.orders, instant: '{first}'}}"],
-        ["test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 1}"],
-        ["run-operation", "sized_clean", "--args",
-         "{relation: sized_it.orders, retain_commits: 1, retain_hours: 0}"],
-        ["run-operation", "sized_restore", "--args",
-         f"{{relation: sized_it.orders, instant: '{first}'}}"])
+    # the restore went to the first commit, the one the timeline shows as the full build
+    assert re.search(rf"\| {first_instant} \|[^|]+\| commit\s+\| completed \| full_refresh",
+                     timeline.stdout), timeline.stdout[-3000:]
     assert restored.returncode == 0, restored.stdout[-4000:]
-    assert f"Restored sized_it.orders to {first}" in restored.stdout
+    assert f"Restored sized_it.orders to {first_instant}" in restored.stdout
     assert check1.returncode == 0, check1.stdout[-4000:]
     assert cleaned.returncode == 0, cleaned.stdout[-4000:]
     assert "cleaned sized_it.orders: set-aside files of" in cleaned.stdout
     assert refused.returncode != 0  # past retention now: the error names what can be
-    assert f"instant: '{first}' is past the table's retention" in refused.stdout
+    assert f"instant: '{first_instant}' is past the table's retention" in refused.stdout
     assert "can be restored to 20" in refused.stdout
 
 
@@ -221,15 +233,14 @@ def test_upsert_and_clustering_on_a_standalone_cluster(mini, spark_cluster):
     report and compaction operations are driver-side file and metastore work, the same code
     on both targets: the embedded scenario above covers them."""
     project, home = mini
-    first = _dbt(project, home, "cluster", "run", "--select", "orders")
-    assert first.returncode == 0, first.stdout[-4000:]
-    _assert_quiet_and_filesystem(first, project, "cluster")
-    upserted, clustered, check = _dbt_steps(
-        project, home, "cluster",
+    first, upserted, clustered, check = _dbt_steps(
+        project, home, "cluster", ["run", "--select", "orders"],
         ["build", "--select", "orders", "orders_hold_each_key_once", "--vars", "{batch: 2}"],
         ["run-operation", "sized_cluster", "--args",
          "{relation: sized_it.orders, cluster_by: [value, payload], strategy: hilbert}"],
         ["test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 2}"])
+    assert first.returncode == 0, first.stdout[-4000:]
+    _assert_quiet_and_filesystem(first, project, "cluster")
     assert upserted.returncode == 0, upserted.stdout[-4000:]
     assert "PASS=2" in upserted.stdout and "ERROR=0" in upserted.stdout  # model and test
     assert "upsert: 1,000 inserted, 1,000 updated" in upserted.stdout

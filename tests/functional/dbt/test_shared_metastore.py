@@ -1,9 +1,10 @@
 """The production shape: dbt processes on several hosts and a Spark reader sharing one Hive
 metastore service (scripts/metastore.sh: Hive's metastore server backed by PostgreSQL, on
-127.0.0.1). A dbt run on host pod-b (its own UTS namespace, `unshare -u`) is killed -9 while
-it publishes; two dbt processes on this host, started together, wait for pod-b's lease to
-expire, one takes the table over and rolls pod-b's instant back, the other queues behind it;
-a separate Spark process then reads exactly the rows of the last commit through the catalog."""
+127.0.0.1). On host pod-b (its own UTS namespace, `unshare -u`), a dbt process builds the
+table, then its next run is killed -9 while it publishes; two dbt processes on this host,
+started together, wait for pod-b's lease to expire, one takes the table over and rolls
+pod-b's instant back, the other queues behind it; a separate Spark process then reads
+exactly the rows of the last commit through the catalog."""
 import json
 import os
 import re
@@ -15,7 +16,7 @@ import time
 
 import pytest
 
-from tests.functional.dbt.test_dbt_project import DBT, REPO, _dbt
+from tests.functional.dbt.test_dbt_project import DBT, REPO, STEPS
 from tests.functional.readers import duckdb_rows
 
 METASTORE_PORT, PG_PORT = "9183", "5533"
@@ -61,30 +62,34 @@ def test_writers_on_two_hosts_and_a_reader_share_one_metastore(metastore, tmp_pa
     shutil.copytree(REPO / "tests/functional/dbt_mini", project)
     shutil.copy(REPO / "integration_tests/profiles.yml", project / "profiles.yml")
     shared = {"SIZED_METASTORE_URI": metastore}
-    first = _dbt(project, home, "embedded", "run", "--select", "orders", env_extra=shared)
-    assert first.returncode == 0, first.stdout[-4000:]
 
-    # pod-b: batch 2 with a 10s lease, paused after moving two files, then killed -9
+    # pod-b: the first run, then batch 2 with a 10s lease, paused after moving two files,
+    # then killed -9 (one process, as an orchestrator's pod runs its commands)
     marker = tmp_path / "paused"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIZED_SPARK_FAULT")}
     env.update({"SPARK_LOCAL_IP": "127.0.0.1", "SIZED_SPARK_HOME": str(home), **shared,
-                "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "SIZED_SPARK_FAULT": "publish:2",
-                "SIZED_SPARK_FAULT_MODE": "pause", "SIZED_SPARK_FAULT_MARKER": str(marker)})
+                "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "SIZED_SPARK_FAULT_MODE": "pause",
+                "SIZED_SPARK_FAULT_MARKER": str(marker)})
+    where = ["--profiles-dir", str(project), "--target", "embedded"]
+    steps = [["run", "--select", "orders", *where], ["!env", "SIZED_SPARK_FAULT", "publish:2"],
+             ["run", "--select", "orders", "--vars", "{batch: 2, lock_lease: 10s}", *where]]
+    log = open(tmp_path / "pod-b.out", "w")
     other = subprocess.Popen(
-        ["unshare", "-u", "sh", "-c", 'hostname pod-b && exec "$0" "$@"', DBT, "run",
-         "--select", "orders", "--vars", "{batch: 2, lock_lease: 10s}",
-         "--profiles-dir", str(project), "--target", "embedded"],
-        cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ["unshare", "-u", "sh", "-c", 'hostname pod-b && exec "$0" "$@"', sys.executable,
+         str(STEPS), json.dumps(steps)], cwd=project, env=env, stdout=log, stderr=log)
     try:
         deadline = time.monotonic() + 600
         while not marker.exists() and other.poll() is None and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert marker.exists(), f"pod-b's run never reached publish (exit {other.poll()})"
+        assert marker.exists(), (f"pod-b's run never reached publish (exit {other.poll()}):\n"
+                                 + (tmp_path / "pod-b.out").read_text()[-4000:])
+        assert "=== sized-dbt-end 0 success=True" in (tmp_path / "pod-b.out").read_text()
         lock = json.loads((home / "warehouse/sized_it.db/.sized/orders/lock").read_text())
         assert lock["host"] == "pod-b" and lock["pid"] == other.pid
     finally:
         other.send_signal(signal.SIGKILL)  # exactly the process this test started
         other.wait()
+        log.close()
 
     # two dbt processes on this host at once, each waiting up to 4m (shorter than the
     # default 5m lease: they get through only by pod-b's 10s lease; a loaded 2-core machine
