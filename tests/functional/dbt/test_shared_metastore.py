@@ -73,23 +73,23 @@ def test_writers_on_two_hosts_and_a_reader_share_one_metastore(metastore, tmp_pa
     where = ["--profiles-dir", str(project), "--target", "embedded"]
     steps = [["run", "--select", "orders", *where], ["!env", "SIZED_SPARK_FAULT", "publish:2"],
              ["run", "--select", "orders", "--vars", "{batch: 2, lock_lease: 10s}", *where]]
-    log = open(tmp_path / "pod-b.out", "w")
-    other = subprocess.Popen(
-        ["unshare", "-u", "sh", "-c", 'hostname pod-b && exec "$0" "$@"', sys.executable,
-         str(STEPS), json.dumps(steps)], cwd=project, env=env, stdout=log, stderr=log)
+    pod_b_log = tmp_path / "pod-b.out"
+    with open(pod_b_log, "w") as log:
+        other = subprocess.Popen(
+            ["unshare", "-u", "sh", "-c", 'hostname pod-b && exec "$0" "$@"', sys.executable,
+             str(STEPS), json.dumps(steps)], cwd=project, env=env, stdout=log, stderr=log)
     try:
         deadline = time.monotonic() + 600
         while not marker.exists() and other.poll() is None and time.monotonic() < deadline:
             time.sleep(0.5)
         assert marker.exists(), (f"pod-b's run never reached publish (exit {other.poll()}):\n"
-                                 + (tmp_path / "pod-b.out").read_text()[-4000:])
-        assert "=== sized-dbt-end 0 success=True" in (tmp_path / "pod-b.out").read_text()
+                                 + pod_b_log.read_text()[-4000:])
+        assert "=== sized-dbt-end 0 success=True" in pod_b_log.read_text()  # its first run
         lock = json.loads((home / "warehouse/sized_it.db/.sized/orders/lock").read_text())
         assert lock["host"] == "pod-b" and lock["pid"] == other.pid
     finally:
         other.send_signal(signal.SIGKILL)  # exactly the process this test started
         other.wait()
-        log.close()
 
     # two dbt processes on this host at once, each waiting up to 4m (shorter than the
     # default 5m lease: they get through only by pod-b's 10s lease; a loaded 2-core machine
