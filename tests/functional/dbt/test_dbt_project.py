@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.functional.dbt_steps import BEGIN as STEP_BEGIN, END as STEP_END
 from tests.functional.helpers import SHORT_JVM
 
 REPO = Path(__file__).resolve().parents[3]
@@ -55,21 +56,32 @@ class _Step:
         self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
 
 
+def steps_command(project, target, *steps):
+    """The command that runs dbt commands (argument lists without the profile's) in one
+    process, tests/functional/dbt_steps.py; steps starting with "!" as they are."""
+    import json
+    args = [step if step[0].startswith("!") else
+            [*step, "--profiles-dir", str(project), "--target", target] for step in steps]
+    return [sys.executable, str(STEPS), json.dumps(args)]
+
+
+def step_succeeded(output, index):
+    """Whether the index-th step in a dbt_steps.py process's output ended in success."""
+    return f"{STEP_END} {index} success=True" in output
+
+
 def _dbt_steps(project, home, target, *steps, short_jvm=True, dies=False):
     """Several dbt commands in one process (tests/functional/dbt_steps.py): one JVM start
     instead of one per command. Returns a _Step per command, in order (each with the
     process's whole stderr). dies: the last command kills the process (an injected crash);
     its _Step has the process's exit status and the output it wrote before."""
-    import json
-    args = [step if step[0].startswith("!") else
-            [*step, "--profiles-dir", str(project), "--target", target] for step in steps]
-    out = _dbt(project, home, target, json.dumps(args), runner=[sys.executable, str(STEPS)],
+    out = _dbt(project, home, target, runner=steps_command(project, target, *steps),
                short_jvm=short_jvm)
     results, current = [], None
     for line in out.stdout.splitlines(keepends=True):
-        if line.startswith("=== sized-dbt-step "):
+        if line.startswith(f"{STEP_BEGIN} "):
             current = []
-        elif line.startswith("=== sized-dbt-end "):
+        elif line.startswith(f"{STEP_END} "):
             ok = line.rstrip().endswith("success=True")
             results.append(_Step(0 if ok else 1, "".join(current), out.stderr))
             current = None

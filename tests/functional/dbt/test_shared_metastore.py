@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from tests.functional.dbt.test_dbt_project import DBT, REPO, STEPS
+from tests.functional.dbt.test_dbt_project import DBT, REPO, step_succeeded, steps_command
 from tests.functional.readers import duckdb_rows
 
 METASTORE_PORT, PG_PORT = "9183", "5533"
@@ -70,21 +70,21 @@ def test_writers_on_two_hosts_and_a_reader_share_one_metastore(metastore, tmp_pa
     env.update({"SPARK_LOCAL_IP": "127.0.0.1", "SIZED_SPARK_HOME": str(home), **shared,
                 "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "SIZED_SPARK_FAULT_MODE": "pause",
                 "SIZED_SPARK_FAULT_MARKER": str(marker)})
-    where = ["--profiles-dir", str(project), "--target", "embedded"]
-    steps = [["run", "--select", "orders", *where], ["!env", "SIZED_SPARK_FAULT", "publish:2"],
-             ["run", "--select", "orders", "--vars", "{batch: 2, lock_lease: 10s}", *where]]
+    steps = steps_command(project, "embedded", ["run", "--select", "orders"],
+                          ["!env", "SIZED_SPARK_FAULT", "publish:2"],
+                          ["run", "--select", "orders", "--vars", "{batch: 2, lock_lease: 10s}"])
     pod_b_log = tmp_path / "pod-b.out"
     with open(pod_b_log, "w") as log:
         other = subprocess.Popen(
-            ["unshare", "-u", "sh", "-c", 'hostname pod-b && exec "$0" "$@"', sys.executable,
-             str(STEPS), json.dumps(steps)], cwd=project, env=env, stdout=log, stderr=log)
+            ["unshare", "-u", "sh", "-c", 'hostname pod-b && exec "$0" "$@"', *steps],
+            cwd=project, env=env, stdout=log, stderr=log)
     try:
         deadline = time.monotonic() + 600
         while not marker.exists() and other.poll() is None and time.monotonic() < deadline:
             time.sleep(0.5)
         assert marker.exists(), (f"pod-b's run never reached publish (exit {other.poll()}):\n"
                                  + pod_b_log.read_text()[-4000:])
-        assert "=== sized-dbt-end 0 success=True" in pod_b_log.read_text()  # its first run
+        assert step_succeeded(pod_b_log.read_text(), 0)  # its first run
         lock = json.loads((home / "warehouse/sized_it.db/.sized/orders/lock").read_text())
         assert lock["host"] == "pod-b" and lock["pid"] == other.pid
     finally:
