@@ -8,8 +8,14 @@ bash scripts/setup.sh
 VENV=.venv${PYSPARK:+-pyspark$PYSPARK}
 . "$VENV/bin/activate"
 export SPARK_LOCAL_IP=127.0.0.1
+# Both cores: two pytest-xdist workers (SIZED_TEST_WORKERS=0 runs in this process). Each test
+# module stays on one worker, so a module starts its Spark session, cluster or metastore
+# service once, and a fixed port (the cluster's 7177, the metastore service's 9183 and 5533)
+# is never held by two workers at once. Modules go out in the order of collection (no
+# reordering), so each worker runs its modules in the order a serial run would.
+WORKERS=(-n "${SIZED_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder)
 if [ -n "${PYSPARK:-}" ]; then
-  pytest tests/unit tests/functional --ignore=tests/functional/dbt "$@"
+  pytest "${WORKERS[@]}" tests/unit tests/functional --ignore=tests/functional/dbt "$@"
 else
-  pytest "$@"
+  pytest "${WORKERS[@]}" "$@"
 fi
