@@ -45,8 +45,9 @@ setup(
         # dbt-spark[PyHive] (PyHive[hive_pure_sasl], thrift, thrift-sasl, pure-sasl): the
         # driver of `method: thrift`, for the test against a real Spark Thrift server
         # duckdb, polars, pyarrow: the tests read our tables as other engines do
-        # pytest-xdist: the suite on both cores, a module per worker (scripts/test.sh)
-        "test": ["pytest>=8", "pytest-xdist>=3.6", "dbt-tests-adapter>=1.10",
+        # pytest-xdist (3.8 tested, with --no-loadscope-reorder): the suite on both cores, a
+        # module per worker (scripts/test.sh)
+        "test": ["pytest>=8", "pytest-xdist>=3.8", "dbt-tests-adapter>=1.10",
                  "dbt-spark[PyHive]>=1.10,<1.12", "duckdb>=1.0", "polars>=1.0", "pyarrow>=14"],
         # deltalake (delta-rs): the outside anchor of benchmarks/anchor.py
         "bench": ["matplotlib>=3.7", "deltalake>=1.0"],
