@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.functional.helpers import SHORT_JVM
+
 REPO = Path(__file__).resolve().parents[3]
 DBT = str(Path(sys.executable).with_name("dbt"))
 SCRIPT = str(REPO / "scripts/thrift_server.sh")
@@ -35,8 +37,9 @@ def thrift_server(request, tmp_path_factory):
         pytest.skip("Java is missing: the Spark Thrift server needs a JVM (scripts/setup.sh installs Java 17)")
     state = tmp_path_factory.mktemp("thrift")
     env = {k: v for k, v in os.environ.items() if k != "SIZED_THRIFT_PORT"}  # a free port
+    # the server lives for one dbt run of small models: the JIT's first tier only
     env.update({"SIZED_THRIFT_DIR": str(state), "PYTHON": sys.executable,
-                "SPARK_LOCAL_IP": "127.0.0.1"})
+                "SPARK_LOCAL_IP": "127.0.0.1", **SHORT_JVM})
 
     def stop():
         pid_file = state / "pid"

@@ -25,9 +25,12 @@ CLUSTER_PORT = "7177"
 
 @pytest.fixture(scope="module")
 def spark_cluster(tmp_path_factory):
-    """One master and two workers on 127.0.0.1, stopped (by pid) when the module is done."""
+    """One master and two workers on 127.0.0.1, stopped (by pid) when the module is done.
+    Their JVMs and the executors they start run the JIT's first tier only (SHORT_JVM): the
+    cluster lives for one test of small tables, too short for C2 to pay (1:19 against 1:59
+    for that test alone)."""
     env = {**os.environ, "SIZED_CLUSTER_DIR": str(tmp_path_factory.mktemp("cluster")),
-           "SIZED_CLUSTER_PORT": CLUSTER_PORT, "PYTHON": sys.executable}
+           "SIZED_CLUSTER_PORT": CLUSTER_PORT, "PYTHON": sys.executable, **SHORT_JVM}
     script = str(REPO / "scripts/spark_cluster.sh")
     started = subprocess.run(["bash", script, "start"], env=env, capture_output=True, text=True)
     assert started.returncode == 0, started.stdout + started.stderr
