@@ -57,28 +57,16 @@ def _state(archive: str) -> str:
 def _remove_leftovers(archive: str) -> None:
     """Removes the files other starts left beside a taken archive: each start that found no
     archive while another was being written wrote its own (about 200 MB), which nobody maps
-    once one is taken, and a claim whose JVM died without writing stays empty. Files still
-    being written (changed in the last seconds) and the claims of live JVMs are kept."""
+    once one is taken, and a claim whose JVM died without writing stays empty. Files changed
+    in the last seconds may still be being written and are kept. (A JVM still running whose
+    claim goes writes its archive at exit all the same; a later start removes that.)"""
     now = time.time()
     for written in glob.glob(f"{archive}.*"):
         try:
-            if os.path.getsize(written) > 0:
-                if now - os.path.getmtime(written) > _WRITTEN_AFTER:
-                    os.remove(written)
-            elif not _alive(int(written.rsplit(".", 1)[1])):
+            if now - os.path.getmtime(written) > _WRITTEN_AFTER:
                 os.remove(written)
-        except (OSError, ValueError):
-            pass  # another start removed it first, or not a name of ours
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
+        except OSError:
+            pass  # another start removed it first
 
 
 def class_archive_confs(confs: Mapping[str, str],
