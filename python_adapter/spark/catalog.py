@@ -2,7 +2,7 @@
 partitions (SparkCatalog: the table layer's CatalogSync)."""
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
 
 from pyspark.sql import SparkSession
@@ -34,6 +34,9 @@ class TableInfo:
     provider: str
     table_type: str
     input_format: str = ""      # a Hive table's InputFormat class
+    # the schema as Spark reads the table (char and varchar as string, as spark.table gives
+    # it): readers of some of its files take it from here instead of a second lookup
+    read_schema: Optional[T.StructType] = field(default=None, compare=False)
 
     @property
     def column_names(self) -> List[str]:
@@ -62,17 +65,17 @@ def describe_table(spark: SparkSession, table: TableRef) -> Optional[TableInfo]:
         if _NOT_FOUND.search(str(exc)):
             return None
         raise
-    schema = T.StructType.fromJson(json.loads(meta.schema().json()))
+    schema = T.StructType.fromJson(json.loads(_read_schema_json(spark, meta.schema())))
     storage = meta.storage()
     location = storage.locationUri()
     return TableInfo(
         location=_uri_text(spark, location.get()) if location.isDefined() else "",
-        columns=tuple((f.name, _CHAR_TYPE.sub("string", f.dataType.simpleString()))
-                      for f in schema.fields),
+        columns=tuple((f.name, f.dataType.simpleString()) for f in schema.fields),
         partition_columns=tuple(_seq_strings(meta.partitionColumnNames())),
         provider=_option_text(meta.provider()).lower(),
         table_type=meta.tableType().name().upper(),
         input_format=_option_text(storage.inputFormat()),
+        read_schema=schema,
     )
 
 
@@ -90,16 +93,30 @@ def _catalog_names(spark: SparkSession, table: TableRef) -> Tuple[str, str]:
     return table.schema.lower(), table.identifier.lower()
 
 
-_catalog_utils = {}  # {the JVM's gateway: CatalogUtils}: a class found by py4j costs calls
+_jvm_classes = {}  # {(the JVM's gateway, class name): the class}: py4j finds one in calls
+
+
+def _jvm_class(spark: SparkSession, name: str):
+    key = (id(spark._jvm._gateway_client), name)
+    if key not in _jvm_classes:
+        found = spark._jvm
+        for part in name.split("."):
+            found = getattr(found, part)
+        _jvm_classes[key] = found
+    return _jvm_classes[key]
 
 
 def _uri_text(spark: SparkSession, uri) -> str:
     """A catalog location as Spark shows it (CatalogUtils.URIToString)."""
-    jvm = spark._jvm
-    key = id(jvm._gateway_client)
-    if key not in _catalog_utils:
-        _catalog_utils[key] = jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils
-    return str(_catalog_utils[key].URIToString(uri))
+    return str(_jvm_class(spark, "org.apache.spark.sql.catalyst.catalog.CatalogUtils")
+               .URIToString(uri))
+
+
+def _read_schema_json(spark: SparkSession, schema) -> str:
+    """A catalog schema as Spark reads the table, in JSON: char and varchar columns (what
+    DESCRIBE shows) read as string, which a reader's schema must give."""
+    utils = _jvm_class(spark, "org.apache.spark.sql.catalyst.util.CharVarcharUtils")
+    return str(utils.replaceCharVarcharWithStringInSchema(schema).json())
 
 
 def _option_text(option) -> str:
@@ -110,10 +127,6 @@ def _seq_strings(seq) -> List[str]:
     """A Scala Seq[String] in one py4j call (names may hold any character but NUL)."""
     text = str(seq.mkString("\u0000"))
     return text.split("\u0000") if text else []
-
-
-# DESCRIBE shows a char/varchar column's declared type; Spark reads and compares it as string.
-_CHAR_TYPE = re.compile(r"\b(?:var)?char\(\d+\)")
 
 
 def require_parquet(info: TableInfo, table: TableRef, what: str) -> None:

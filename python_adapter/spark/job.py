@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, List, Optional, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.types import StructType
 from pyspark.sql import functions as F
 
 from python_adapter.core.config import SizedConfig
@@ -44,10 +45,18 @@ class WriteJob:
     data_cols: tuple = ()
     extra: dict = field(default_factory=dict)   # the instant's extra, once requested
     staging: str = ""                           # the instant's staging directory
+    table_schema: Optional[StructType] = None   # an existing table's, as Spark reads it
 
     @property
     def table_name(self) -> str:
         return f"{self.table.schema}.{self.table.identifier}"
+
+    def read_schema(self) -> StructType:
+        """The table's schema for reading its files: the one its description gave under the
+        lock (a metastore lookup and an analysis fewer per write), else the catalog's now."""
+        if self.table_schema is not None:
+            return self.table_schema
+        return self.spark.table(self.table_name).schema
 
     def shaped(self, column_names: Sequence[str]) -> "WriteJob":
         """The job with its rows in the table's column order: data columns, then partitions."""

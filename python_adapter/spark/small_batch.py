@@ -139,8 +139,7 @@ def _with_rows_of(job: WriteJob, batch: DataFrame, files: List[FileEntry]) -> Da
     rows = batch.select(*columns)
     if not files:
         return rows
-    old = read_files(job.spark, job.proto.location, job.spark.table(job.table_name).schema,
-                     [f.path for f in files])
+    old = read_files(job.spark, job.proto.location, job.read_schema(), [f.path for f in files])
     return old.select(*columns).unionByName(rows)
 
 

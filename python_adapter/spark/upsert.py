@@ -208,7 +208,7 @@ class Tagger:
         self.spark, self.location, self.pcols = job.spark, job.proto.location, job.pcols
         self.keys, self.batch_bytes, self.progress = keys, batch_bytes, job.progress
         self.batch_rows = batch_rows
-        self.schema = job.spark.table(job.table_name).schema
+        self.schema = job.read_schema()
         # dbt's merge options: what a matched row keeps of the table's row, and which of the
         # table's rows can be matched at all
         self.kept = kept_on_update(job.cfg, [*job.data_cols, *job.pcols]) if keys else ()

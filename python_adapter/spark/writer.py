@@ -162,7 +162,8 @@ def _write_existing(job: WriteJob, existing: TableInfo, full_refresh: bool) -> W
                          _key_column(job.cfg, existing))
         df, existing = apply_schema_change(job, existing)
         job = replace(job, df=df)
-    return _commit_write(replace(job, operation=operation).shaped(existing.column_names))
+    return _commit_write(replace(job, operation=operation, table_schema=existing.read_schema)
+                         .shaped(existing.column_names))
 
 
 def _key_column(cfg: SizedConfig, existing: TableInfo) -> Optional[str]:

@@ -44,6 +44,10 @@ def test_describe_table_agrees_with_the_catalog(spark, schema):
     info = describe_table(spark, TableRef(schema, "t"))
     cols = spark.catalog.listColumns(f"{schema}.t")
     assert info.columns == tuple((c.name, c.dataType) for c in cols)
+    # what a reader of the table's files is given: the schema Spark reads the table with
+    # (char and varchar as string, nested ones too), not the declared one
+    assert info.read_schema == spark.table(f"{schema}.t").schema
+    assert "char" not in info.read_schema.simpleString()
     assert info.partition_columns == ("p", "q") == tuple(c.name for c in cols if c.isPartition)
     assert info.provider == "parquet" and info.table_type == "MANAGED"
     db = spark.catalog.getDatabase(schema).locationUri.rstrip("/")
