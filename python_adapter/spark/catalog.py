@@ -129,6 +129,26 @@ def _seq_strings(seq) -> List[str]:
     return text.split("\u0000") if text else []
 
 
+def forget_cached_relation(spark: SparkSession, table: TableRef) -> None:
+    """After a change of the table's files or definition: the session's cached relation of
+    it (with its file listing) dropped, so the next query looks it up and lists it again.
+    spark.catalog.refreshTable does that after resolving the table (a metastore lookup, and
+    for an unpartitioned table a listing thrown away), so that it can then re-cache data a
+    CACHE TABLE holds of it: it runs only when the session holds cached data."""
+    if spark._jsparkSession.sharedState().cacheManager().isEmpty():
+        drop_cached_relation(spark, table)
+    else:
+        spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+
+
+def drop_cached_relation(spark: SparkSession, table: TableRef) -> None:
+    """The session's cached relation of the table dropped (no lookup, no listing)."""
+    jvm = spark._jvm
+    spark._jsparkSession.sessionState().catalog().invalidateCachedTable(
+        jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
+            table.identifier, jvm.scala.Some.apply(table.schema)))
+
+
 def require_parquet(info: TableInfo, table: TableRef, what: str) -> None:
     """WriteError unless the table's files are Parquet, naming its format and the way out:
     only Parquet tables are written, compacted or adopted in place."""

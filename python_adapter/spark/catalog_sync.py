@@ -6,7 +6,8 @@ from typing import Callable, Iterable, Mapping, Optional
 from pyspark.sql import SparkSession
 
 from python_adapter.io.fs import HadoopFS
-from python_adapter.spark.catalog import (TableRef, describe_table, partition_spec,
+from python_adapter.spark.catalog import (TableRef, describe_table, forget_cached_relation,
+                                          partition_spec,
                                           restore_definitions, sync_partitions)
 from python_adapter.spark.metastore_stats import (MetastorePartitions, partitions_with_stats,
                                                   write_table_stats)
@@ -42,7 +43,7 @@ def sync_changed_partitions(spark: SparkSession, fs: HadoopFS, location: str, ta
         spark.sql(f"ALTER TABLE {table.quoted} DROP IF EXISTS {', '.join(gone)}")
     if not change.table_current:
         write_table_stats(spark, table, change.table_stats)
-    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+    forget_cached_relation(spark, table)
 
 
 def _sync_all(spark, location, table, change):
@@ -53,7 +54,7 @@ def _sync_all(spark, location, table, change):
         p: s for p, s in change.partition_stats.items() if p not in change.current}))
     if not change.table_current:
         write_table_stats(spark, table, change.table_stats)
-    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+    forget_cached_relation(spark, table)
 
 
 class SparkCatalog:

@@ -5,6 +5,8 @@ from typing import Any, Dict, Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
+from python_adapter.spark.catalog import TableRef, drop_cached_relation
+
 
 _lock = threading.Lock()
 _held = {}  # (session, key) -> [blocks holding it, value before the first]
@@ -71,7 +73,4 @@ def own_session(spark: SparkSession, schema: str, table: str) -> Iterator[SparkS
     try:
         yield type(spark)(spark.sparkContext, spark._jsparkSession.cloneSession())
     finally:
-        jvm = spark.sparkContext._jvm
-        name = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
-            table, jvm.scala.Some.apply(schema))
-        spark._jsparkSession.sessionState().catalog().invalidateCachedTable(name)
+        drop_cached_relation(spark, TableRef(schema, table))

@@ -75,3 +75,26 @@ def test_describe_table_of_a_view_and_of_no_table(spark, schema):
     assert info.columns == (("x", "int"), ("y", "string")) and info.partition_columns == ()
     assert describe_table(spark, TableRef(schema, "missing")) is None
     assert describe_table(spark, TableRef(f"{schema}_no_such_schema", "v")) is None
+
+
+def test_after_a_commit_the_session_reads_the_new_rows_cached_or_not(spark, schema):
+    """A commit drops the session's cached relation of the table (an unpartitioned table's
+    relation holds its file listing) and, when a CACHE TABLE holds the table's data, caches
+    it again: a query right after the write reads the rows it wrote, never the old files."""
+    from python_adapter.core.config import parse_config
+    from python_adapter.spark.writer import write_dataframe
+
+    table, name, quiet = TableRef(schema, "c"), f"{schema}.c", (lambda _line: None)
+    cfg = parse_config({"incremental_strategy": "insert_overwrite"})
+    write_dataframe(spark, spark.range(3), table, cfg, log=quiet)
+    assert spark.table(name).count() == 3  # the session caches the relation and its listing
+    write_dataframe(spark, spark.range(5), table, cfg, log=quiet)
+    assert spark.table(name).count() == 5
+    spark.catalog.cacheTable(name)
+    try:
+        assert spark.table(name).count() == 5  # the data cached
+        write_dataframe(spark, spark.range(7), table, cfg, log=quiet)
+        assert spark.catalog.isCached(name)
+        assert sorted(r.id for r in spark.table(name).collect()) == list(range(7))
+    finally:
+        spark.catalog.uncacheTable(name)
