@@ -7,8 +7,7 @@ from pyspark.sql import SparkSession
 
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import (TableRef, describe_table, forget_cached_relation,
-                                          partition_spec,
-                                          restore_definitions, sync_partitions)
+                                          partition_spec, restore_definitions, sync_partitions)
 from python_adapter.spark.metastore_stats import (MetastorePartitions, partitions_with_stats,
                                                   write_table_stats)
 from python_adapter.table.files import FileStats, file_stats, partition_stats, partitions_of
