@@ -233,7 +233,7 @@ def set_table_type(spark: SparkSession, table: TableRef, external: bool) -> None
         return
     # CatalogTable(identifier, tableType, storage, schema, ...)
     catalog.alterTable(case_copy(current, {1: wanted}))
-    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+    forget_cached_relation(spark, table)
 
 
 def table_property(spark: SparkSession, table: TableRef, key: str) -> Optional[str]:
@@ -268,7 +268,7 @@ def sync_partitions(spark: SparkSession, table: TableRef, partitioned: bool) -> 
     """Make the metastore's partition list match the directories, then drop cached listings."""
     if partitioned:
         spark.sql(f"MSCK REPAIR TABLE {table.quoted} SYNC PARTITIONS")
-    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+    forget_cached_relation(spark, table)
 
 
 def add_columns(spark: SparkSession, table: TableRef, fields: Iterable[T.StructField]) -> None:
@@ -289,7 +289,7 @@ def set_data_columns(spark: SparkSession, table: TableRef,
     jschema = spark._jsparkSession.parseDataType(StructType(list(fields)).json())
     spark._jsparkSession.sharedState().externalCatalog().alterTableDataSchema(
         table.schema, table.identifier, jschema)
-    spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+    forget_cached_relation(spark, table)
 
 
 def registered_partitions(spark: SparkSession, table: TableRef) -> Set[str]:

@@ -85,4 +85,4 @@ class SparkCatalog:
             MetastorePartitions(self.spark, self.table).alter(
                 partitions_with_stats(self.location, partition_stats(index, touched)))
         write_table_stats(self.spark, self.table, file_stats(index.values()))
-        self.spark.catalog.refreshTable(f"{self.table.schema}.{self.table.identifier}")
+        forget_cached_relation(self.spark, self.table)
