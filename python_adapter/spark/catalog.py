@@ -5,6 +5,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
@@ -139,6 +140,22 @@ def forget_cached_relation(spark: SparkSession, table: TableRef) -> None:
         drop_cached_relation(spark, table)
     else:
         spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+
+
+def refresh_relation_in_place(spark: SparkSession, table: TableRef) -> None:
+    """After a rollback under a write's lock: the table's files changed beneath plans
+    analyzed before it (a model's SQL that reads its own table is analyzed before the
+    write's lock and recovery, and an unpartitioned table's relation lists its files then).
+    Those plans hold the session's cached relation, so it is refreshed in place (listed
+    again) before it is dropped: forget_cached_relation only drops it, which a plan
+    already analyzed never sees. spark.catalog.refreshTable does both; it must run while
+    the relation is still cached, before anything else changes the table's metadata
+    (an ALTER of the table drops the cached relation too). A table the rolled back write
+    had not yet defined has nothing to refresh."""
+    try:
+        spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+    except AnalysisException:
+        pass  # no such table
 
 
 def drop_cached_relation(spark: SparkSession, table: TableRef) -> None:
