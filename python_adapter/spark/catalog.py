@@ -5,7 +5,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
@@ -143,27 +142,35 @@ def forget_cached_relation(spark: SparkSession, table: TableRef) -> None:
 
 
 def refresh_relation_in_place(spark: SparkSession, table: TableRef) -> None:
-    """After a rollback under a write's lock: the table's files changed beneath plans
-    analyzed before it (a model's SQL that reads its own table is analyzed before the
-    write's lock and recovery, and an unpartitioned table's relation lists its files then).
-    Those plans hold the session's cached relation, so it is refreshed in place (listed
-    again) before it is dropped: forget_cached_relation only drops it, which a plan
-    already analyzed never sees. spark.catalog.refreshTable does both; it must run while
-    the relation is still cached, before anything else changes the table's metadata
-    (an ALTER of the table drops the cached relation too). A table the rolled back write
-    had not yet defined has nothing to refresh."""
-    try:
-        spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
-    except AnalysisException:
-        pass  # no such table
+    """Once a writer holds the table's lock and recovery is done: the table's files may
+    have changed beneath plans analyzed before (a model's SQL that reads its own table is
+    analyzed before the lock; meanwhile another writer may have committed, or recovery
+    rolled back a crashed write). An unpartitioned table's relation lists its files when
+    it is analyzed, and those plans hold the session's cached relation: it is listed again
+    in place (a partitioned one lists its partitions when the query runs; its refresh only
+    drops the session's cached listings). forget_cached_relation only drops the relation
+    from the cache, which a plan already analyzed never sees; this must run before any
+    change of the table's metadata, which drops it too. No metastore call: a table not
+    cached has no plan to refresh."""
+    catalog = spark._jsparkSession.sessionState().catalog()
+    name = catalog.qualifyIdentifier(_table_identifier(spark, table))
+    cached = catalog.getCachedTable(spark._jvm.org.apache.spark.sql.catalyst.QualifiedTableName
+                                    .apply(name.catalog().get(), name.database().get(),
+                                           name.table()))
+    if cached is not None:
+        cached.refresh()
+
+
+def _table_identifier(spark: SparkSession, table: TableRef):
+    jvm = spark._jvm
+    return jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
+        table.identifier, jvm.scala.Some.apply(table.schema))
 
 
 def drop_cached_relation(spark: SparkSession, table: TableRef) -> None:
     """The session's cached relation of the table dropped (no lookup, no listing)."""
-    jvm = spark._jvm
     spark._jsparkSession.sessionState().catalog().invalidateCachedTable(
-        jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
-            table.identifier, jvm.scala.Some.apply(table.schema)))
+        _table_identifier(spark, table))
 
 
 def require_parquet(info: TableInfo, table: TableRef, what: str) -> None:

@@ -7,8 +7,7 @@ from pyspark.sql import SparkSession
 
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import (TableRef, describe_table, forget_cached_relation,
-                                          partition_spec, refresh_relation_in_place,
-                                          restore_definitions, sync_partitions)
+                                          partition_spec, restore_definitions, sync_partitions)
 from python_adapter.spark.metastore_stats import (MetastorePartitions, partitions_with_stats,
                                                   write_table_stats)
 from python_adapter.table.files import FileStats, file_stats, partition_stats, partitions_of
@@ -70,9 +69,6 @@ class SparkCatalog:
     def after_rollback(self, instants: Iterable[Instant],
                        index: Optional[Mapping[str, FileEntry]]) -> None:
         instants = list(instants)
-        # First: any later change of the table's metadata drops the relation from the
-        # session's cache, and the plans analyzed before it would keep the old listing.
-        refresh_relation_in_place(self.spark, self.table)
         restore_definitions(self.spark, self.table, instants, self.log)
         info = describe_table(self.spark, self.table)
         if info is None:

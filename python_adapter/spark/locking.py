@@ -13,7 +13,8 @@ from python_adapter.core.sizes import format_count
 from python_adapter.errors import WriteError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import (TableInfo, TableRef, describe_table,
-                                          registered_partitions, require_parquet)
+                                          refresh_relation_in_place, registered_partitions,
+                                          require_parquet)
 from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.staging import table_file_stats
 from python_adapter.table.commit import CommitProtocol
@@ -50,6 +51,8 @@ def locked_locations(spark: SparkSession, table: TableRef, operation: str,
         for proto in protos:
             proto.rolled_back = proto.recover()
             rolled += proto.rolled_back
+        # before after_rollback, whose metadata changes drop the relation from the cache
+        refresh_relation_in_place(spark, table)
         if rolled:
             SparkCatalog(spark, fs, table, protos[0].location, log).after_rollback(
                 rolled, protos[0].timeline.file_index())

@@ -5,6 +5,7 @@ from pyspark.sql import functions as F
 from python_adapter.api import write_model
 from python_adapter.core.config import parse_config
 from python_adapter.spark.catalog import TableRef
+from python_adapter.spark.session_conf import own_session
 from python_adapter.spark.writer import write_dataframe
 from python_adapter.table import faults, lock
 from python_adapter.table.faults import InjectedCrash
@@ -40,3 +41,29 @@ def test_a_model_reading_its_own_table_after_a_crash_reads_the_last_commit(
                               f"from {schema}.selfread where id % 5 = 0", cfg, **QUIET)
     expected = {k: (f"{v}+" if k % 5 == 0 else v) for k, v in committed.items()}
     assert dict(rows_of(spark, schema, "selfread")) == expected
+
+
+@pytest.mark.parametrize("partition_by", [["day"], []])
+@pytest.mark.parametrize("strategy", ["upsert", "insert"])
+def test_a_model_reading_its_own_table_reads_what_a_writer_committed_before_its_lock(
+        spark, schema, events, partition_by, strategy):
+    """Another writer (another dbt thread or host) commits between the analysis of a model
+    that reads its own table and the model's write, which waits for that writer's lock:
+    the model reads the table as that commit left it (not the files it set aside, not
+    without the rows it added)."""
+    table = TableRef(schema, "selfread")
+    cfg = parse_config({"partition_by": partition_by, "unique_key": "id",
+                        "incremental_strategy": strategy, "target_file_size": 16_000})
+    write_dataframe(spark, events(days=3), table, cfg, **QUIET)
+    with own_session(spark, schema, "selfread") as session:
+        model = session.sql(f"select id + 1000000 as id, day, payload, amount, tag "
+                            f"from {schema}.selfread")
+        # the other writer: new rows, and for upsert its rows rewrite every file
+        other = events(days=3, id_offset=500000, tag="other")
+        write_dataframe(spark, other.unionByName(spark.table(f"{schema}.selfread")
+                                                 .withColumn("tag", F.lit("v2"))),
+                        table, cfg, **QUIET)
+        after_other = rows_of(spark, schema, "selfread")
+        write_dataframe(session, model, table, cfg, **QUIET)
+    expected = sorted(after_other + [(i + 1000000, t) for i, t in after_other])
+    assert rows_of(spark, schema, "selfread") == expected
