@@ -1,6 +1,7 @@
 """What every writer of a table does around its work: take the writer lock, recover
 unfinished instants (restoring the table's definition in the metastore when a rolled-back
-instant had changed it, and resyncing its partitions), release the lock.
+instant had changed it, and resyncing its partitions), list the table's files again for
+plans analyzed before the lock (a model that reads its own table), release the lock.
 
 An InjectedCrash (a simulated kill) passes through without releasing, like a real crash.
 """

@@ -58,7 +58,8 @@ def test_a_model_reading_its_own_table_reads_what_a_writer_committed_before_its_
     with own_session(spark, schema, "selfread") as session:
         model = session.sql(f"select id + 1000000 as id, day, payload, amount, tag "
                             f"from {schema}.selfread")
-        # the other writer: new rows, and for upsert its rows rewrite every file
+        # the other writer: new rows, and its rows rewrite files (upsert: every file;
+        # insert: the small files it packs into)
         other = events(days=3, id_offset=500000, tag="other")
         write_dataframe(spark, other.unionByName(spark.table(f"{schema}.selfread")
                                                  .withColumn("tag", F.lit("v2"))),
