@@ -98,19 +98,23 @@ def write_small_batch(job: WriteJob, df: DataFrame, staging: str) -> Optional[Wr
     return Written(added, len(added), sum(a.bytes for a in added) / rows if rows > 0 else None)
 
 
-def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry]
-                       ) -> Optional[Staged]:
+def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry],
+                       touched: Optional[List[tuple]] = None) -> Optional[Staged]:
     """An insert of a small batch: each touched partition's emptiest small file (not in a
     pending clustering plan) read and written again with the partition's new rows by one
-    task; Staged, or None when it is not a small batch (the caller plans the write)."""
+    task; Staged, or None when it is not a small batch (the caller plans the write).
+    touched: the batch's partitions (values as the texts Spark names directories by) when
+    a query has found them already; without not_null columns to count, no query runs."""
     cfg = job.cfg
     batch = job.df.where(~delete_flag(cfg))  # an insert writes no row flagged deleted
     estimate = _small_estimate(job, batch)
     if estimate is None:
         return None
     not_null = resolve_names(cfg.not_null_columns, batch.columns)
-    groups = _partition_groups(batch, job.pcols, not_null)
-    texts = [tuple(g[:len(job.pcols)]) for g in groups]
+    groups = _partition_groups(batch, job.pcols, not_null) \
+        if touched is None or not_null else []
+    texts = [tuple(g[:len(job.pcols)]) for g in groups] if groups or touched is None \
+        else touched
     check_partition_texts(job.pcols, texts)
     topped = _files_to_top_up(job, {partition_path(job.pcols, t) for t in texts}, current)
     if topped is None:

@@ -29,6 +29,7 @@ from python_adapter.spark.local_table import local_table
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
 from python_adapter.spark.slot_write import (FIRST_ROW, SLOT, SlotWrite, broadcast_limit,
                                               cached_size, estimated_bytes, write_slots)
+from python_adapter.spark.small_batch import stage_small_insert
 from python_adapter.spark.staging import bytes_per_row, staged_entries
 from python_adapter.spark.table_files import read_files, with_file_values
 from python_adapter.table.timeline import FileEntry, pending_plan_files
@@ -394,6 +395,9 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
     key_check = None
     try:
         key_check = KeyCheck(job.spark, cached, cfg, job.pcols, progress)  # runs while we plan
+        new_keys = _as_insert_of_new_keys(replace(job, df=cached), key_check, staging, current)
+        if new_keys is not None:
+            return new_keys
         bpr, source = bytes_per_row(job, cached, None)
         bpr = bpr or 1.0
         progress(f"bytes per row {bpr:.1f} B (from {source})")
@@ -415,6 +419,32 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
     summary = plan.summary
     return Staged(added, removed, summary["new_files"] + summary["files_rewritten"], bpr,
                   {f.partition for f in current}, len(current), RowChanges(**plan.rows))
+
+
+def _as_insert_of_new_keys(job: WriteJob, key_check: KeyCheck, staging: str,
+                           current: List[FileEntry]) -> Optional[Staged]:
+    """A small upsert whose keys no file may hold (by the key ranges the timeline keeps:
+    keys that grow with time, a snapshot's first versions) matches no row: it is an insert,
+    written as a small insert is (each touched partition's small file topped up by one
+    task), without tagging or a slot plan. Staged, or None when that does not hold."""
+    if job.operation != "upsert" or not key_check.keys:
+        return None
+    found = key_check.result()  # the key errors come first, whatever the path
+    first, rest = _first_pass(job.pcols, current, found.key_range, found.partitions)
+    if first or (rest and job.cfg.index_scope == "global"):
+        return None
+    # stage_small_insert checks the size, the partition values and the not_null columns,
+    # and drops the rows flagged deleted (their keys are in no file: nothing to delete)
+    # the key check found the batch's partitions (and whether it has rows), so no query
+    # looks for them again; rows flagged deleted may add a partition whose file is rewritten
+    # as it was
+    touched = list(found.partitions) if job.pcols else [()] * (found.rows > 0)
+    staged = stage_small_insert(replace(job, df=found.df, operation="insert"), staging,
+                                current, touched)
+    if staged is not None:
+        job.progress("no file holds an incoming key (the timeline's key ranges): "
+                     "written as an insert")
+    return staged
 
 
 def _write_upsert(job, key_check, bpr, staging, current):

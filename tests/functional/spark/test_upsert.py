@@ -50,6 +50,45 @@ def test_upsert_updates_inserts_and_keeps_files_sized(spark, schema, events):
         assert max(sizes) <= 1.25 * TARGET
 
 
+def test_an_upsert_whose_keys_no_file_holds_is_written_as_a_small_insert(spark, schema, events):
+    """Keys above every file's recorded range (keys that grow with time) match no row: the
+    upsert tops up each touched partition's small file as a small insert does, with no
+    tagging; one key a file may hold sends the batch the tagged way, which updates it."""
+    table = TableRef(schema, "new_keys")
+    big = cfg(target_file_size=200_000, small_file_limit=150_000)  # a batch of ~100 rows is small
+    base = events(days=4)
+    write_dataframe(spark, base, table, big, **QUIET)
+    before = files_by_partition(spark, schema, "new_keys")
+    fresh = events(days=2, start="2025-01-04", id_offset=10**9, base=20, tag="new")
+    logged = []
+    write_dataframe(spark, fresh, table, big, log=logged.append)
+    assert any("written as an insert" in m for m in logged), logged
+    assert not any("tagging incoming keys" in m for m in logged), logged
+    expected = dict(rows_of_df(base) + rows_of_df(fresh))
+    assert rows_of(spark, schema, "new_keys") == sorted(expected.items())
+    after = files_by_partition(spark, schema, "new_keys")
+    for day in ("2025-01-01", "2025-01-02", "2025-01-03"):  # untouched: the same files
+        key = f"day={day}"
+        assert [(f.path, f.bytes) for f in after[key]] == [(f.path, f.bytes) for f in before[key]]
+    for key in ("day=2025-01-04", "day=2025-01-05"):  # one small file at most, topped up
+        assert sum(1 for f in after[key] if f.bytes < 150_000) <= 1, after[key]
+
+    # a duplicate key still fails before anything is written, on this path too
+    with pytest.raises(ConfigError, match="unique_key"):
+        write_dataframe(spark, fresh.unionByName(fresh.limit(1)), table, big, **QUIET)
+    assert rows_of(spark, schema, "new_keys") == sorted(expected.items())
+
+    # an existing key among new ones: tagged, and its row replaced
+    old = base.where("id % 50 = 1").limit(1).withColumn("tag", F.lit("v2"))
+    mixed = old.unionByName(events(days=1, start="2025-01-06", id_offset=2 * 10**9, base=5,
+                                   tag="new2"))
+    logged.clear()
+    write_dataframe(spark, mixed, table, big, log=logged.append)
+    assert not any("written as an insert" in m for m in logged), logged
+    expected.update(dict(rows_of_df(mixed)))
+    assert rows_of(spark, schema, "new_keys") == sorted(expected.items())
+
+
 @pytest.mark.parametrize("how", ["ride_along", "shuffled", "keys_broadcast", "tiny_splits"])
 def test_each_planned_file_is_written_once_however_rows_reach_it(spark, schema, events, how):
     """The batch rows of a rewritten file normally ride along to the task that reads the
