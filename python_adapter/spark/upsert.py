@@ -424,7 +424,7 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
 def _as_insert_of_new_keys(job: WriteJob, key_check: KeyCheck, staging: str,
                            current: List[FileEntry]) -> Optional[Staged]:
     """A small upsert whose keys no file may hold (by the key ranges the timeline keeps:
-    keys that grow with time, a snapshot's first versions) matches no row: it is an insert,
+    keys that grow with time; hashed keys overlap every range) matches no row: an insert,
     written as a small insert is (each touched partition's small file topped up by one
     task), without tagging or a slot plan. Staged, or None when that does not hold."""
     if job.operation != "upsert" or not key_check.keys:
@@ -434,10 +434,9 @@ def _as_insert_of_new_keys(job: WriteJob, key_check: KeyCheck, staging: str,
     if first or (rest and job.cfg.index_scope == "global"):
         return None
     # stage_small_insert checks the size, the partition values and the not_null columns,
-    # and drops the rows flagged deleted (their keys are in no file: nothing to delete)
-    # the key check found the batch's partitions (and whether it has rows), so no query
-    # looks for them again; rows flagged deleted may add a partition whose file is rewritten
-    # as it was
+    # and drops the rows flagged deleted (their keys are in no file: nothing to delete).
+    # The key check found the batch's partitions (and whether it has rows), so no query
+    # looks for them again; a partition of deleted rows only gets its file written as it was.
     touched = list(found.partitions) if job.pcols else [()] * (found.rows > 0)
     staged = stage_small_insert(replace(job, df=found.df, operation="insert"), staging,
                                 current, touched)
