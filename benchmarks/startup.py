@@ -11,7 +11,10 @@ insert_overwrite, 10 daily partitions) and `tiny_dbt_spark` (dbt's `incremental`
 insert_overwrite, parquet, `sized: false`: dbt-spark's own macro), the same pair
 unpartitioned (`flat_ours`, `flat_dbt_spark`), and the partitioned pair with `append`
 (dbt-spark's default strategy: `append_ours` packs each run's rows into the partitions'
-small files, dbt-spark adds files). Two profiles share one embedded Spark setup
+small files, dbt-spark adds files); and `newkeys_ours`, an upsert (`unique_key` id) whose
+ids grow run by run, beside dbt-spark appending the same rows (`newkeys_dbt_spark`: with
+keys that are all new, an append is what a user of dbt-spark's Parquet tables would run).
+Two profiles share one embedded Spark setup
 (local[2], one Derby metastore and warehouse): `sized` (type sized_spark) and `spark` (type
 spark, method session: dbt-spark itself).
 
@@ -50,18 +53,24 @@ MODELS = {"ours": "tiny_ours", "dbt-spark": "tiny_dbt_spark"}
 # the in-process pairs: (what, ours' model, dbt-spark's model)
 PAIRS = [("10 partitions, insert_overwrite", "tiny_ours", "tiny_dbt_spark"),
          ("unpartitioned, insert_overwrite", "flat_ours", "flat_dbt_spark"),
-         ("10 partitions, append", "append_ours", "append_dbt_spark")]
+         ("10 partitions, append", "append_ours", "append_dbt_spark"),
+         ("10 partitions, upsert of new keys", "newkeys_ours", "newkeys_dbt_spark")]
 SELECT = ("select id, date_add(date'2025-01-01', cast(id % 10 as int)) as d,\n"
           "       sha2(concat(cast(id as string), '{{ invocation_id }}'), 256) as payload\n"
           "from range({{ var('rows') }})\n")
+# Keys that grow with time: every run's ids lie above the last run's (the run's start in
+# milliseconds, times 10,000), as an event table's do.
+NEW_KEYS = SELECT.replace("select id,", "select id + {{ (run_started_at.timestamp() * 1000) "
+                          "| int }} * 10000 as id,")
 OURS = "materialized='sized_incremental', incremental_strategy='{strategy}'"
 DBT_SPARK = ("materialized='incremental', incremental_strategy='{strategy}', "
              "file_format='parquet', sized=false")
 
 
-def _model(config, partitioned, strategy="insert_overwrite"):
+def _model(config, partitioned, strategy="insert_overwrite", select=SELECT):
     by = ", partition_by=['d']" if partitioned else ""
-    return "{{ config(" + config.format(strategy=strategy) + by + ") }}\n" + SELECT
+    key = ", unique_key='id'" if strategy == "upsert" else ""
+    return "{{ config(" + config.format(strategy=strategy) + by + key + ") }}\n" + select
 
 
 def main(argv=None):
@@ -109,6 +118,9 @@ def write_project(root, rows):
         "models/flat_dbt_spark.sql": _model(DBT_SPARK, False),
         "models/append_ours.sql": _model(OURS, True, "append"),
         "models/append_dbt_spark.sql": _model(DBT_SPARK, True, "append"),
+        # an upsert whose keys are all new, beside dbt-spark appending the same rows
+        "models/newkeys_ours.sql": _model(OURS, True, "upsert", NEW_KEYS),
+        "models/newkeys_dbt_spark.sql": _model(DBT_SPARK, True, "append", NEW_KEYS),
     }
     for rel, text in files.items():
         with open(os.path.join(project, rel), "w") as fh:
