@@ -111,10 +111,11 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry],
     if estimate is None:
         return None
     not_null = resolve_names(cfg.not_null_columns, batch.columns)
-    groups = _partition_groups(batch, job.pcols, not_null) \
-        if touched is None or not_null else []
-    texts = [tuple(g[:len(job.pcols)]) for g in groups] if groups or touched is None \
-        else touched
+    if touched is None or not_null:  # the query finds the partitions and counts the nulls
+        groups = _partition_groups(batch, job.pcols, not_null)
+        texts = [tuple(g[:len(job.pcols)]) for g in groups]
+    else:
+        groups, texts = [], touched
     check_partition_texts(job.pcols, texts)
     topped = _files_to_top_up(job, {partition_path(job.pcols, t) for t in texts}, current)
     if topped is None:

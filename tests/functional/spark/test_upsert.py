@@ -89,6 +89,24 @@ def test_an_upsert_whose_keys_no_file_holds_is_written_as_a_small_insert(spark, 
     assert rows_of(spark, schema, "new_keys") == sorted(expected.items())
 
 
+def test_new_keys_all_flagged_deleted_rewrite_no_file(spark, schema, events):
+    """Rows flagged deleted whose keys no file holds have nothing to delete: the upsert is
+    written as an insert of no row, and with not_null columns counted no file is written
+    again as it was."""
+    table = TableRef(schema, "new_deletes")
+    c = cfg(target_file_size=200_000, small_file_limit=150_000, delete_column="gone",
+            not_null_columns="tag")
+    base = events(days=2).withColumn("gone", F.lit(False))
+    write_dataframe(spark, base, table, c, **QUIET)
+    before = files_by_partition(spark, schema, "new_deletes")
+    gone = events(days=2, id_offset=10**9, base=5).withColumn("gone", F.lit(True))
+    logged = []
+    write_dataframe(spark, gone, table, c, log=logged.append)
+    assert any("written as an insert" in m for m in logged), logged
+    assert files_by_partition(spark, schema, "new_deletes") == before
+    assert rows_of(spark, schema, "new_deletes") == sorted(rows_of_df(base))
+
+
 @pytest.mark.parametrize("how", ["ride_along", "shuffled", "keys_broadcast", "tiny_splits"])
 def test_each_planned_file_is_written_once_however_rows_reach_it(spark, schema, events, how):
     """The batch rows of a rewritten file normally ride along to the task that reads the
