@@ -395,14 +395,15 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
     key_check = None
     try:
         key_check = KeyCheck(job.spark, cached, cfg, job.pcols, progress)  # runs while we plan
-        new_keys = _as_insert_of_new_keys(replace(job, df=cached), key_check, staging, current)
+        passes = _passes(job.pcols, key_check, current)
+        new_keys = _as_insert_of_new_keys(replace(job, df=cached), key_check, passes, staging,
+                                          current)
         if new_keys is not None:
             return new_keys
         bpr, source = bytes_per_row(job, cached, None)
         bpr = bpr or 1.0
         progress(f"bytes per row {bpr:.1f} B (from {source})")
-        plan = _write_upsert(replace(job, df=cached), key_check, bpr, staging,
-                                              current)
+        plan = _write_upsert(replace(job, df=cached), key_check, passes, bpr, staging, current)
         key_col = key_check.keys[0] if key_check.keys else (
             resolve_names(cfg.unique_key[:1], df.columns)[0] if cfg.unique_key else None)
         added = staged_entries(job.spark, job.fs, staging, key_col)
@@ -421,7 +422,17 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
                   {f.partition for f in current}, len(current), RowChanges(**plan.rows))
 
 
-def _as_insert_of_new_keys(job: WriteJob, key_check: KeyCheck, staging: str,
+def _passes(pcols, key_check: KeyCheck, current: List[FileEntry]
+            ) -> Tuple[List[FileEntry], List[FileEntry]]:
+    """_first_pass over the table's files by the key check's ranges (waiting for it);
+    ([], []) without a key or a file."""
+    if not key_check.keys or not current:
+        return [], []
+    found = key_check.result()
+    return _first_pass(pcols, current, found.key_range, found.partitions)
+
+
+def _as_insert_of_new_keys(job: WriteJob, key_check: KeyCheck, passes, staging: str,
                            current: List[FileEntry]) -> Optional[Staged]:
     """A small upsert whose keys no file may hold (by the key ranges the timeline keeps:
     keys that grow with time; hashed keys overlap every range) matches no row: an insert,
@@ -430,7 +441,7 @@ def _as_insert_of_new_keys(job: WriteJob, key_check: KeyCheck, staging: str,
     if job.operation != "upsert" or not key_check.keys:
         return None
     found = key_check.result()  # the key errors come first, whatever the path
-    first, rest = _first_pass(job.pcols, current, found.key_range, found.partitions)
+    first, rest = passes
     if first or (rest and job.cfg.index_scope == "global"):
         return None
     # stage_small_insert checks the size, the partition values and the not_null columns,
@@ -446,16 +457,14 @@ def _as_insert_of_new_keys(job: WriteJob, key_check: KeyCheck, staging: str,
     return staged
 
 
-def _write_upsert(job, key_check, bpr, staging, current):
-    """Tag, plan and write the slots; returns the plan."""
+def _write_upsert(job, key_check, passes, bpr, staging, current):
+    """Tag, plan and write the slots; returns the plan. passes: _passes' files."""
     cfg, progress, keys = job.cfg, job.progress, key_check.keys
     batch_bytes = key_check.batch_bytes
-    batch, key_range, batch_parts, batch_rows = key_check.result()
+    batch, key_range, _parts, batch_rows = key_check.result()
     batch = batch.withColumn("__sized_del", delete_flag(cfg))
     tagger = Tagger(job, keys, batch_bytes, batch_rows)
-    first, rest = _first_pass(job.pcols, current, key_range, batch_parts) \
-        if keys and current else ([], [])
-    first, rest, probed = tagger.rule_out(batch, first, rest, key_range)
+    first, rest, probed = tagger.rule_out(batch, *passes, key_range)
     if keys and current:
         bloom = "" if tagger.bloom is None else (
             f"; {probed}" if probed else
