@@ -106,11 +106,24 @@ def _first_instant(home):
     return done[0]
 
 
-@pytest.fixture
-def mini(tmp_path):
+def _mini_project(tmp_path):
+    """(a copy of tests/functional/dbt_mini with the integration profile, its Spark home)."""
     project = tmp_path / "mini"
     shutil.copytree(REPO / "tests/functional/dbt_mini", project)
     shutil.copy(REPO / "integration_tests/profiles.yml", project / "profiles.yml")
+    return project, tmp_path / "spark"
+
+
+@pytest.fixture
+def mini(tmp_path):
+    return _mini_project(tmp_path)
+
+
+def _integration_project(tmp_path):
+    """(a copy of integration_tests without its local state, its Spark home)."""
+    project = tmp_path / "it"
+    shutil.copytree(REPO / "integration_tests", project,
+                    ignore=shutil.ignore_patterns(".spark", "target", "logs"))
     return project, tmp_path / "spark"
 
 
@@ -132,18 +145,41 @@ def _assert_quiet_and_filesystem(run, project, target):
         assert "local filesystem as is (spark.master is spark://127.0.0.1:" in log
 
 
-def test_integration_project_builds_and_rebuilds_incrementally(tmp_path):
+MICROBATCH_VARS = {"event_days": 12, "base_rows_per_day": 300, "microbatch": True}
+
+
+def _microbatch_window(start, end, **more):
+    import json
+    return ["run", "--select", "stg_events", "events_microbatch", "--vars",
+            json.dumps({**MICROBATCH_VARS, **more}), "--event-time-start", start,
+            "--event-time-end", end]
+
+
+@pytest.fixture(scope="module")
+def integration_runs(tmp_path_factory):
+    """The integration project in one dbt process, as an orchestrator runs its commands (one
+    JVM and metastore start for both tests below): its 13 models a build plus their tests,
+    then the incremental build at 4 threads; then, on the microbatch model (disabled in
+    those builds), five daily batches, a rerun of one day with changed rows, a run whose
+    middle batch fails, and `dbt retry`. C2 kept: slower with the first tier only.
+    Returns (project, home, {name: _Step})."""
+    project, home = _integration_project(tmp_path_factory.mktemp("integration"))
+    small = ["--vars", "{event_days: 40, base_rows_per_day: 300}"]
+    names = ["first", "second", "days", "rerun", "-", "failed", "-", "retried"]
+    steps = _dbt_steps(
+        project, home, "embedded", ["build", *small], ["build", *small, "--threads", "4"],
+        _microbatch_window("2025-01-01", "2025-01-06"),
+        _microbatch_window("2025-01-03", "2025-01-04", mb_version=2),
+        ["!env", "SIZED_MB_FAIL_DAY", "2025-01-07"], _microbatch_window("2025-01-06", "2025-01-09"),
+        ["!env", "SIZED_MB_FAIL_DAY"], ["retry"], short_jvm=False)
+    return project, home, dict(zip(names, steps))
+
+
+def test_integration_project_builds_and_rebuilds_incrementally(integration_runs):
     """On the embedded session (test_upsert_and_clustering_on_a_standalone_cluster runs the
     write path on a cluster: the same code)."""
-    project = tmp_path / "it"
-    shutil.copytree(REPO / "integration_tests", project,
-                    ignore=shutil.ignore_patterns(".spark", "target", "logs"))
-    home = tmp_path / "spark"
-    small = ["--vars", "{event_days: 40, base_rows_per_day: 300}"]
-    # 13 models a build plus their tests, then the incremental build at 4 threads, in one
-    # process as an orchestrator runs them; C2 kept: slower with the first tier only
-    first, second = _dbt_steps(project, home, "embedded", ["build", *small],
-                               ["build", *small, "--threads", "4"], short_jvm=False)
+    project, _home, runs = integration_runs
+    first, second = runs["first"], runs["second"]
     assert first.returncode == 0, first.stdout[-4000:]
     assert "Completed successfully" in first.stdout
     assert "plan:" in first.stdout and "bytes per row" in first.stdout  # progress is logged
@@ -264,12 +300,21 @@ def test_upsert_and_clustering_on_a_standalone_cluster(mini, spark_cluster):
     assert check.returncode == 0, check.stdout[-4000:]
 
 
-def test_bad_config_and_damaged_files_fail_the_model_with_the_way_out(mini):
-    project, home = mini
+@pytest.fixture(scope="module")
+def mini_runs(tmp_path_factory):
+    """The mini project in one dbt process (one JVM and metastore start for both tests
+    below): the models tagged threads run twice at 4 threads, then the bad models, orders,
+    and orders again after a file is deleted and after one is overwritten in place.
+    Returns (project, home, {name: _Step})."""
+    project, home = _mini_project(tmp_path_factory.mktemp("mini"))
     orders = home / "warehouse" / "sized_it.db" / "orders"
     first_file = f"find {orders} -name '*.parquet' | sort | head -1"
-    bad, built, deleted, refused, repaired, rerun, zeroed, unreadable = _dbt_steps(
+    names = ["threads1", "threads2", "bad", "built", "deleted", "refused", "repaired", "rerun",
+             "zeroed", "unreadable"]
+    steps = _dbt_steps(
         project, home, "embedded",
+        ["run", "--select", "tag:threads", "--threads", "4"],
+        ["run", "--select", "tag:threads", "--threads", "4", "--vars", "{batch: 2}"],
         ["run", "--select", "bad_limit", "bad_key", "bad_strategy"],
         ["run", "--select", "orders"],
         ["!sh", f"rm $({first_file})"],
@@ -278,6 +323,13 @@ def test_bad_config_and_damaged_files_fail_the_model_with_the_way_out(mini):
         ["run", "--select", "orders", "--vars", "{batch: 2}"],
         ["!sh", f"f=$({first_file}); head -c $(stat -c %s $f) /dev/zero > $f.x && mv $f.x $f"],
         ["run", "--select", "orders", "--vars", "{batch: 2}"])
+    return project, home, dict(zip(names, steps))
+
+
+def test_bad_config_and_damaged_files_fail_the_model_with_the_way_out(mini_runs):
+    bad, built, deleted, refused, repaired, rerun, zeroed, unreadable = (
+        mini_runs[2][n] for n in ("bad", "built", "deleted", "refused", "repaired", "rerun",
+                                  "zeroed", "unreadable"))
     assert bad.returncode != 0
     text = bad.stdout
     assert "small_file_limit: '200MB' is larger than target_file_size '128MB'" in text
@@ -312,17 +364,13 @@ def _threads_expected():
             "th_insert": [(i, i % 5, i * 10) for i in range(1, 5001)]}
 
 
-def test_four_models_written_at_once_hold_exactly_their_rows(mini):
+def test_four_models_written_at_once_hold_exactly_their_rows(mini_runs):
     """dbt threads: 4 on one Spark session: an upsert, an insert, an insert_overwrite and an
     upsert clustered inline run side by side (each sets its own shuffle and scan settings on
     the shared session), twice; every table then holds exactly its rows, read by DuckDB."""
     from tests.functional.readers import duckdb_rows
-    project, home = mini
-    first, second = _dbt_steps(
-        project, home, "embedded",
-        ["run", "--select", "tag:threads", "--threads", "4"],
-        ["run", "--select", "tag:threads", "--threads", "4", "--vars", "{batch: 2}"])
-    for step in (first, second):
+    _project, home, runs = mini_runs
+    for step in (runs["threads1"], runs["threads2"]):
         assert step.returncode == 0, step.stdout[-4000:]
         lines = step.stdout.splitlines()
         starts = [i for i, line in enumerate(lines) if " START sql sized_incremental model" in line]
@@ -349,28 +397,13 @@ def _operations(table_dir):
             if (parsed := parse_file_name(p.name)) and parsed[2] == "completed"]
 
 
-def test_microbatch_days_a_rerun_window_and_a_retried_batch(tmp_path):
+def test_microbatch_days_a_rerun_window_and_a_retried_batch(integration_runs):
     """dbt's microbatch through the sized engine on the integration project: five daily
     batches, a rerun of one day with changed rows, then a run whose middle batch fails and
     `dbt retry` runs that batch alone. Every day holds exactly its source rows once, in the
     version of its last batch; each batch is one commit; the month partition stays sized."""
-    project = tmp_path / "it"
-    shutil.copytree(REPO / "integration_tests", project,
-                    ignore=shutil.ignore_patterns(".spark", "target", "logs"))
-    home = tmp_path / "spark"
-    small = {"event_days": 12, "base_rows_per_day": 300, "microbatch": True}
-    mb = ["run", "--select", "stg_events", "events_microbatch"]
-
-    def window(start, end, **more):
-        import json
-        return [*mb, "--vars", json.dumps({**small, **more}), "--event-time-start", start,
-                "--event-time-end", end]
-
-    days, rerun, _, failed, _, retried = _dbt_steps(
-        project, home, "embedded", window("2025-01-01", "2025-01-06"),
-        window("2025-01-03", "2025-01-04", mb_version=2),
-        ["!env", "SIZED_MB_FAIL_DAY", "2025-01-07"], window("2025-01-06", "2025-01-09"),
-        ["!env", "SIZED_MB_FAIL_DAY"], ["retry"])
+    _project, home, runs = integration_runs
+    days, rerun, failed, retried = (runs[n] for n in ("days", "rerun", "failed", "retried"))
     assert days.returncode == 0 and rerun.returncode == 0, days.stdout[-3000:] + rerun.stdout[-3000:]
     assert failed.returncode != 0 and "injected failure of the batch of 2025-01-07" in failed.stdout
     assert retried.returncode == 0, retried.stdout[-3000:]
