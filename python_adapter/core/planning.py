@@ -29,9 +29,10 @@ def is_small_batch(estimated_bytes: int, target_file_size: int) -> bool:
 def writes_small_batches(cfg: SizedConfig, operation: str) -> bool:
     """Whether a write may go as a small batch. A full build or insert_overwrite: with the
     distributions that write the ideal (exact, range) and no setting that asks for more
-    files than one per partition (file_count, insert_split_size). An insert: without
+    files than one per partition (file_count, insert_split_size). An insert, or an upsert
+    (its small files written again with the batch, spark/upsert.py): without
     insert_split_size (rows per new file). Other operations: never."""
-    if operation == "insert":
+    if operation in ("insert", "upsert"):
         return cfg.insert_split_size is None
     if operation in ("full_refresh", "insert_overwrite"):
         return (cfg.distribution in ("exact", "range") and cfg.file_count is None

@@ -144,7 +144,8 @@ def write_slots(spark: SparkSession, w: SlotWrite, progress: Callable[[str], Non
             .parquet(w.staging)
 
 
-def _kept_old_rows(old, keys, match=None, broadcast=True, drop=None):
+def kept_old_rows(old: DataFrame, keys: Optional[DataFrame], match: Optional[str] = None,
+                  broadcast: bool = True, drop: Optional[str] = None) -> DataFrame:
     """old rows with __sized_hit set when the batch brings their key (the row is replaced),
     and, with `match`, the row holds that condition (dbt's incremental_predicates: a row
     outside it is never matched, so it stays), or the row holds `drop` (it is removed).
@@ -161,7 +162,7 @@ def _kept_old_rows(old, keys, match=None, broadcast=True, drop=None):
 
 
 def _all_rows(w: SlotWrite, batch_rows, broadcast_keys: bool):
-    out = _kept_old_rows(w.old, w.keys, w.match, broadcast=broadcast_keys, drop=w.drop).where(
+    out = kept_old_rows(w.old, w.keys, w.match, broadcast=broadcast_keys, drop=w.drop).where(
         "__sized_hit is null").select(*w.columns, SLOT)
     for rows in batch_rows:
         if rows is not None:
@@ -176,7 +177,7 @@ def _q(name):
 def _colocated(spark, w: SlotWrite, new_weights):
     # Expressions as SQL text: one call into the JVM per select instead of several per column.
     old, bound, fresh, columns = w.old, w.bound, w.fresh, w.columns
-    kept = _kept_old_rows(old, w.keys, w.match, drop=w.drop)
+    kept = kept_old_rows(old, w.keys, w.match, drop=w.drop)
     if bound is None:  # no batch row goes to a rewritten file: its kept old rows are all
         rewritten = kept.where("__sized_hit IS NULL").select(*columns, SLOT)
     else:

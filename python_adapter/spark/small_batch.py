@@ -7,6 +7,8 @@ the plan and the routing of a planned write cost more than the write (benchmarks
 - An insert tops up each touched partition's emptiest small file, as the bin-packing plan
   does when that file has room (`stage_small_insert`): the task reads that file and writes
   it again with the partition's new rows; partitions without a small file get a new file.
+- An upsert whose files are small together is merged by one task (`upsert._as_small_merge`,
+  with `write_one_task`).
 
 The estimate is the optimizer's (sizeInBytes of the optimized plan), which runs high for
 scans, filters and joins; a plan that can make more rows than it reads (a generator such as
@@ -51,7 +53,7 @@ def makes_rows(df: DataFrame) -> bool:
     return bool(_GENERATE.search(df._jdf.queryExecution().optimizedPlan().toString()))
 
 
-def _small_estimate(job: WriteJob, df: DataFrame) -> Optional[int]:
+def small_estimate(job: WriteJob, df: DataFrame) -> Optional[int]:
     """Spark's estimate of df when the write goes as a small batch, else None."""
     if not writes_small_batches(job.cfg, job.operation):
         return None
@@ -63,7 +65,7 @@ def _small_estimate(job: WriteJob, df: DataFrame) -> Optional[int]:
     return estimate
 
 
-def _write_one_task(job: WriteJob, rows: DataFrame, staging: str) -> Optional[List[FileEntry]]:
+def write_one_task(job: WriteJob, rows: DataFrame, staging: str) -> Optional[List[FileEntry]]:
     """Write rows to staging from one task, a file per partition: the staged files (with
     rows), or None when one came out above the target (staging deleted: plan the batch)."""
     cfg, target = job.cfg, job.cfg.target_file_size
@@ -83,13 +85,13 @@ def _write_one_task(job: WriteJob, rows: DataFrame, staging: str) -> Optional[Li
 def write_small_batch(job: WriteJob, df: DataFrame, staging: str) -> Optional[Written]:
     """A full build or insert_overwrite of df written to staging by one task when it is a
     small batch: Written, or None when it is not one (the caller plans the write)."""
-    estimate = _small_estimate(job, df)
+    estimate = small_estimate(job, df)
     if estimate is None:
         return None
     target = job.cfg.target_file_size
     job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): "
                  f"one task writes each partition's file")
-    added = _write_one_task(job, df, staging)
+    added = write_one_task(job, df, staging)
     if added is None:
         return None
     _check_staged(job, df, staging, added)
@@ -107,7 +109,7 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry],
     a query has found them already; without not_null columns to count, no query runs."""
     cfg = job.cfg
     batch = job.df.where(~delete_flag(cfg))  # an insert writes no row flagged deleted
-    estimate = _small_estimate(job, batch)
+    estimate = small_estimate(job, batch)
     if estimate is None:
         return None
     not_null = resolve_names(cfg.not_null_columns, batch.columns)
@@ -117,7 +119,7 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry],
     else:
         groups, texts = [], touched
     check_partition_texts(job.pcols, texts)
-    topped = _files_to_top_up(job, {partition_path(job.pcols, t) for t in texts}, current)
+    topped = files_to_top_up(job, {partition_path(job.pcols, t) for t in texts}, current)
     if topped is None:
         return None
     registered = {f.partition for f in current}
@@ -127,7 +129,7 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry],
     job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): one task "
                  f"writes each partition's file, topping up {len(topped)} small files")
     check_null_counts(not_null, groups)
-    added = _write_one_task(job, _with_rows_of(job, batch, topped), staging)
+    added = write_one_task(job, _with_rows_of(job, batch, topped), staging)
     if added is None:
         return None
     written = sum(a.rows for a in added)
@@ -159,7 +161,7 @@ def _partition_groups(batch: DataFrame, pcols, not_null) -> List[Row]:
     return [r for r in rows if r["__sized_rows"]]   # no rows: one group of 0 when unpartitioned
 
 
-def _files_to_top_up(job: WriteJob, touched: set, current: List[FileEntry]
+def files_to_top_up(job: WriteJob, touched: set, current: List[FileEntry]
                      ) -> Optional[List[FileEntry]]:
     """The emptiest small file of each touched partition (none in a pending clustering
     plan), as the bin-packing plan picks them; None when such a file's rows are not known

@@ -12,13 +12,14 @@ from urllib.parse import unquote
 
 import pyspark
 from pyspark import StorageLevel, inheritable_thread_target
-from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from python_adapter.core.config import SizedConfig, kept_on_update
 from python_adapter.core.keys import may_hold_keys
-from python_adapter.core.partitions import parse_partition_path, partition_path
+from python_adapter.core.partitions import (check_partition_texts, parse_partition_path,
+                                            partition_path)
 from python_adapter.core.sizes import format_size
 from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_upsert
 from python_adapter.errors import ConfigError
@@ -28,9 +29,11 @@ from python_adapter.spark.job import RowChanges, Staged, WriteJob, delete_flag, 
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
 from python_adapter.spark.slot_write import (FIRST_ROW, SLOT, SlotWrite, broadcast_limit,
-                                              cached_size, estimated_bytes, write_slots)
-from python_adapter.spark.small_batch import stage_small_insert
-from python_adapter.spark.staging import bytes_per_row, staged_entries
+                                              cached_size, estimated_bytes, kept_old_rows,
+                                              write_slots)
+from python_adapter.spark.small_batch import (files_to_top_up, small_estimate,
+                                              stage_small_insert, write_one_task)
+from python_adapter.spark.staging import bytes_per_row, known_bytes_per_row, staged_entries
 from python_adapter.spark.table_files import read_files, with_file_values
 from python_adapter.table.timeline import FileEntry, pending_plan_files
 
@@ -400,6 +403,9 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
                                           current)
         if new_keys is not None:
             return new_keys
+        merged = _as_small_merge(replace(job, df=cached), key_check, passes, staging, current)
+        if merged is not None:
+            return merged
         bpr, source = bytes_per_row(job, cached, None)
         bpr = bpr or 1.0
         progress(f"bytes per row {bpr:.1f} B (from {source})")
@@ -455,6 +461,97 @@ def _as_insert_of_new_keys(job: WriteJob, key_check: KeyCheck, passes, staging: 
         job.progress("no file holds an incoming key (the timeline's key ranges): "
                      "written as an insert")
     return staged
+
+
+def _as_small_merge(job: WriteJob, key_check: KeyCheck, passes, staging: str,
+                    current: List[FileEntry]) -> Optional[Staged]:
+    """A small upsert (index_scope global) whose files that may hold its keys, with each
+    touched partition's small file, are small together: one job reads them with the batch
+    and one task writes each of their partitions' file again (the rows the batch does not
+    replace, then the batch's rows), where the planned way tags and counts, plans, and
+    writes the slots. What is counted (rows inserted, updated, deleted; nulls of the
+    not_null columns) is observed in that job. Staged, or None when that does not hold
+    (the caller plans the write)."""
+    cfg = job.cfg
+    if job.operation != "upsert" or not key_check.keys or cfg.index_scope != "global":
+        return None
+    found = key_check.result()
+    estimate = small_estimate(job, found.df) if found.rows > 0 else None
+    if estimate is None:
+        return None
+    texts = list(found.partitions) if job.pcols else [()] * (found.rows > 0)
+    check_partition_texts(job.pcols, texts)
+    files = _small_merge_files(job, passes, found, texts, current)
+    if files is None:
+        return None
+    held, topped = files
+    candidates, target = held + topped, cfg.target_file_size
+    bpr = known_bytes_per_row(job)[0]  # the rows' Parquet size; the estimate is in memory
+    batch_bytes = max(estimate, found.rows * bpr) if bpr else estimate
+    if sum(f.bytes for f in candidates) + batch_bytes > target:
+        return None
+    job.progress(f"small upsert (Spark estimates {format_size(estimate, target)}): one task "
+                 f"writes each partition's file again, reading {len(candidates)} files of "
+                 f"{format_size(sum(f.bytes for f in candidates), target)} ({len(held)} of "
+                 f"{len(current)} files may hold a key, {len(topped)} more small files topped up)")
+    rows, changes, nulls = _merged_rows(job, key_check, found, candidates)
+    added = write_one_task(job, rows, staging)
+    if added is None:
+        return None
+    if nulls is not None:  # staged only: refused before anything reaches the table
+        check_null_counts(resolve_names(cfg.not_null_columns, job.df.columns), [nulls.get])
+    counted = changes.get
+    written = sum(a.rows for a in added)
+    job.progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added), target)}"
+                 f", rewriting {format_size(sum(f.bytes for f in candidates), target)} of "
+                 f"existing files")
+    return Staged(added, candidates, len(added), sum(a.bytes for a in added) / written
+                  if written else None, {f.partition for f in current}, len(current),
+                  RowChanges(**{k: counted[k] or 0 for k in ("inserted", "updated", "deleted")}))
+
+
+def _small_merge_files(job: WriteJob, passes, found: KeysFound, texts, current
+                       ) -> Optional[Tuple[List[FileEntry], List[FileEntry]]]:
+    """The files a small merge reads and writes again: (those whose key range may hold a
+    key of the batch, the other small files the batch's inserts top up: each touched
+    partition's emptiest); None when one is in a pending clustering plan (the planned way
+    keeps it)."""
+    first, rest = passes
+    topped = files_to_top_up(job, {partition_path(job.pcols, t) for t in texts}, current)
+    if topped is None:
+        return None
+    held = [*first, *[f for f in rest if may_hold_keys(f, *found.key_range)]]
+    topped = [f for f in topped if f.path not in {h.path for h in held}]
+    excluded = pending_plan_files(job.proto.timeline)
+    return None if any(f.path in excluded for f in held + topped) else (held, topped)
+
+
+def _merged_rows(job: WriteJob, key_check: KeyCheck, found: KeysFound, files: List[FileEntry]
+                 ) -> Tuple[DataFrame, Observation, Optional[Observation]]:
+    """(the rows of `files` the batch does not replace, then the batch's rows that are not
+    deleted, as the tagging would update them; the Observation of the rows inserted,
+    updated and deleted; that of the nulls in the not_null columns of the rows written from
+    the batch, or None without such columns). Both are read after the write."""
+    cfg, keys = job.cfg, key_check.keys
+    columns = [*job.data_cols, *job.pcols]
+    tagger = Tagger(job, keys, key_check.batch_bytes, found.rows)
+    batch = found.df.withColumn("__sized_del", delete_flag(cfg))
+    matched, deleted = F.col("__sized_file").isNotNull(), F.col("__sized_del")
+    changes = Observation()
+    tagged = tagger.tag(batch, [f.path for f in files]).observe(
+        changes, *[F.sum(F.when(cond, 1).otherwise(0)).alias(name) for name, cond in (
+            ("inserted", ~matched & ~deleted), ("updated", matched & ~deleted),
+            ("deleted", matched & deleted))])
+    new = tagged.where(~deleted)
+    nulls = Observation() if tagger.not_null else None
+    if nulls is not None:
+        new = new.observe(nulls, *null_counts(tagger.not_null))
+    new = new.select(*columns)
+    if not files:  # the batch's rows alone (no file to read)
+        return new, changes, nulls
+    old = read_files(job.spark, job.proto.location, tagger.schema, [f.path for f in files])
+    kept = kept_old_rows(old, batch.select(*keys), tagger.match).where("__sized_hit is null")
+    return kept.select(*columns).unionByName(new), changes, nulls
 
 
 def _write_upsert(job, key_check, passes, bpr, staging, current):

@@ -3,7 +3,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from python_adapter.spark.catalog import TableRef, describe_table
-from python_adapter.errors import ConfigError
+from python_adapter.errors import ConfigError, ConstraintError
 from python_adapter.core.config import parse_config
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.timeline import Timeline
@@ -105,6 +105,68 @@ def test_new_keys_all_flagged_deleted_rewrite_no_file(spark, schema, events):
     assert any("written as an insert" in m for m in logged), logged
     assert files_by_partition(spark, schema, "new_deletes") == before
     assert rows_of(spark, schema, "new_deletes") == sorted(rows_of_df(base))
+
+
+SMALL = dict(target_file_size=400_000, small_file_limit=300_000, delete_column="gone")
+
+
+@pytest.mark.parametrize("merge", [{}, {"merge_update_columns": ["tag"]},
+                                   {"incremental_predicates": ["amount > 10"]}])
+def test_a_small_upsert_of_small_files_is_written_again_by_one_task(spark, schema, events,
+                                                                   merge):
+    """A small upsert whose files are small together (a snapshot, a tiny incremental model):
+    one job writes each touched partition's file again, the rows the batch does not replace
+    and then its rows. Updates, deletes, a key that moves partition and new keys land as the
+    tagged way lands them (a twin table, where insert_split_size sends the upsert the
+    planned way), counted the same, with dbt's merge options; one file per partition."""
+    base = events(days=3, base=50).withColumn("gone", F.lit(False))
+    day = lambda d: f"day = date'2025-01-0{d}'"  # noqa: E731
+    batch = (base.where(f"{day(1)} and id % 10 = 1").withColumn("tag", F.lit("v2"))
+             .withColumn("payload", F.lit("changed"))
+             .unionByName(base.where(f"{day(2)} and id % 25 = 3").withColumn("gone", F.lit(True)))
+             .unionByName(base.where(f"{day(1)} and id % 10 = 2").withColumn(
+                 "day", F.lit("2025-01-03").cast("date")).withColumn("tag", F.lit("moved")))
+             .unionByName(events(days=2, start="2025-01-03", id_offset=10**9, base=5,
+                                 tag="new").withColumn("gone", F.lit(False))))
+    results = {}
+    for name, extra in (("small", {}), ("planned", {"insert_split_size": 10**6})):
+        table, c = TableRef(schema, f"merge_{name}"), cfg(**SMALL, **merge, **extra)
+        write_dataframe(spark, base, table, c, **QUIET)
+        logged = []
+        write_dataframe(spark, batch, table, c, log=logged.append)
+        assert any("small upsert" in m for m in logged) == (name == "small"), logged
+        done = [m for m in logged if "done: upsert:" in m]
+        results[name] = (rows_of(spark, schema, f"merge_{name}", "id, tag, payload, day, gone"),
+                         done[0].split("done: upsert: ")[1].split(";")[0])
+    assert results["small"] == results["planned"]
+    assert "5 deleted" in results["small"][1] or merge.get("incremental_predicates")
+    small = files_by_partition(spark, schema, "merge_small")
+    assert sorted(small) == [f"day=2025-01-0{d}" for d in range(1, 5)]
+    assert all(len(files) == 1 for files in small.values()), small
+
+
+def test_a_small_upsert_refuses_nulls_and_goes_planned_when_its_files_are_big(
+        spark, schema, events):
+    """A null in a not_null column of the batch is refused with nothing written; files that
+    are not small together send the upsert the planned way."""
+    table = TableRef(schema, "merge_checks")
+    c = cfg(**SMALL, not_null_columns="tag")
+    base = events(days=2, base=50).withColumn("gone", F.lit(False))
+    write_dataframe(spark, base, table, c, **QUIET)
+    before = files_by_partition(spark, schema, "merge_checks")
+    nulls = base.where("id % 10 = 1").withColumn("tag", F.when(F.col("id") % 20 == 1, None)
+                                                 .otherwise(F.lit("v2")))
+    with pytest.raises(ConstraintError, match="tag"):
+        write_dataframe(spark, nulls, table, c, **QUIET)
+    assert files_by_partition(spark, schema, "merge_checks") == before
+    assert rows_of(spark, schema, "merge_checks") == rows_of_df(base)
+    logged = []
+    big = events(days=2).withColumn("gone", F.lit(False))  # files near the 16 KB target
+    write_dataframe(spark, big, TableRef(schema, "merge_big"), cfg(delete_column="gone"), **QUIET)
+    write_dataframe(spark, big.where("id % 10 = 1").withColumn("tag", F.lit("v2")),
+                    TableRef(schema, "merge_big"), cfg(delete_column="gone"), log=logged.append)
+    assert not any("small upsert" in m for m in logged)
+    assert any("tagging incoming keys" in m for m in logged), logged
 
 
 @pytest.mark.parametrize("how", ["ride_along", "shuffled", "keys_broadcast", "tiny_splits"])

@@ -108,4 +108,5 @@ def test_which_writes_may_go_as_small_batches():
         assert may("insert", **setting)   # an insert's files do not follow these
     assert not may("insert", insert_split_size=100)
     assert not may("insert_overwrite", insert_split_size=100)
-    assert not may("upsert", unique_key="id") and not may("microbatch")
+    assert may("upsert", unique_key="id") and not may("microbatch")
+    assert not may("upsert", unique_key="id", insert_split_size=100)
