@@ -301,6 +301,28 @@ def test_a_small_insert_checks_its_rows_before_anything_is_written(spark, schema
         assert not Timeline(fs, location).pending()
 
 
+@pytest.mark.parametrize("point", ["requested", "inflight", "publish:1", "publish:3",
+                                   "published", "synced", "completed", "cleanup"])
+def test_a_crash_at_any_step_of_a_small_upsert_keeps_exactly_the_last_commit(
+        spark, schema, monkeypatch, point):
+    """A small upsert merged by one task (upsert._as_small_merge) rewrites every file it
+    reads: a crash at any step leaves the table as before or as after, never both."""
+    table = TableRef(schema, "crash_upsert")
+    write(spark, table, rows_sql())
+    batch = rows_sql(n=300, days=3, tag="v2").replace("range(0, 300)", "range(0, 600, 2)") \
+        + " union all " + rows_sql(n=50, days=3, tag="v2", first=50_000)
+    upsert = {"incremental_strategy": "upsert", "unique_key": "id"}
+    before = dict(expected(spark, rows_sql()))
+    after = sorted({**before, **dict(expected(spark, batch))}.items())
+    crash_then_recover(spark, table, monkeypatch, point,
+                       lambda: write(spark, table, batch, **upsert))
+    assert rows_of(spark, schema, "crash_upsert") == (
+        after if point in ("completed", "cleanup") else sorted(before.items()))
+    if point not in ("completed", "cleanup"):
+        assert "small upsert" in write(spark, table, batch, **upsert)
+    assert rows_of(spark, schema, "crash_upsert") == after
+
+
 def test_rows_flagged_deleted_and_an_empty_batch_insert_nothing(spark, schema):
     table = TableRef(schema, "flags")
     sql = rows_sql(n=100, days=2).replace("'v1' as tag", "'v1' as tag, id % 10 = 0 as gone")
