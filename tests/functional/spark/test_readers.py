@@ -70,3 +70,17 @@ def test_every_engine_reads_the_table_spark_reads(spark, schema, batches):
     _same_everywhere(spark, table, "a rollback")
     write_dataframe(spark, batches("v4", "id % 3 = 0"), table, CFG, full_refresh=True, **QUIET)
     _same_everywhere(spark, table, "a full refresh")
+
+
+def test_every_engine_reads_the_files_a_small_upsert_writes(spark, schema, batches):
+    """An upsert with deletes small enough to be merged by one task (upsert._as_small_merge):
+    the partitions' files it writes again hold exactly the rows Spark reads."""
+    table = TableRef(schema, "readers_small")
+    cfg = parse_config({"partition_by": ["day"], "unique_key": "id",
+                        "target_file_size": "4MB", "delete_column": "gone"})
+    write_dataframe(spark, batches("v1", "id % 5 = 0"), table, cfg, **QUIET)
+    logged = []
+    write_dataframe(spark, batches("v2", "id % 15 = 0", gone="id % 2 = 0"), table, cfg,
+                    log=logged.append)
+    assert any("small upsert" in m for m in logged), logged
+    _same_everywhere(spark, table, "a small upsert")
