@@ -454,9 +454,8 @@ def _as_insert_of_new_keys(job: WriteJob, key_check: KeyCheck, passes, staging: 
     # and drops the rows flagged deleted (their keys are in no file: nothing to delete).
     # The key check found the batch's partitions (and whether it has rows), so no query
     # looks for them again; a partition of deleted rows only gets its file written as it was.
-    touched = list(found.partitions) if job.pcols else [()] * (found.rows > 0)
     staged = stage_small_insert(replace(job, df=found.df, operation="insert"), staging,
-                                current, touched)
+                                current, _touched(job, found))
     if staged is not None:
         job.progress("no file holds an incoming key (the timeline's key ranges): "
                      "written as an insert")
@@ -479,21 +478,20 @@ def _as_small_merge(job: WriteJob, key_check: KeyCheck, passes, staging: str,
     estimate = small_estimate(job, found.df) if found.rows > 0 else None
     if estimate is None:
         return None
-    texts = list(found.partitions) if job.pcols else [()] * (found.rows > 0)
+    texts = _touched(job, found)
     check_partition_texts(job.pcols, texts)
-    files = _small_merge_files(job, passes, found, texts, current)
+    bpr = known_bytes_per_row(job)[0]  # the rows' Parquet size; the estimate is in memory
+    batch_bytes = max(estimate, found.rows * bpr) if bpr else estimate
+    files = _small_merge_files(job, passes, found, texts, batch_bytes, current)
     if files is None:
         return None
     held, topped = files
     candidates, target = held + topped, cfg.target_file_size
-    bpr = known_bytes_per_row(job)[0]  # the rows' Parquet size; the estimate is in memory
-    batch_bytes = max(estimate, found.rows * bpr) if bpr else estimate
-    if sum(f.bytes for f in candidates) + batch_bytes > target:
-        return None
+    read = format_size(sum(f.bytes for f in candidates), target)
     job.progress(f"small upsert (Spark estimates {format_size(estimate, target)}): one task "
                  f"writes each partition's file again, reading {len(candidates)} files of "
-                 f"{format_size(sum(f.bytes for f in candidates), target)} ({len(held)} of "
-                 f"{len(current)} files may hold a key, {len(topped)} more small files topped up)")
+                 f"{read} ({len(held)} of {len(current)} files may hold a key, {len(topped)} "
+                 f"more small files topped up)")
     rows, changes, nulls = _merged_rows(job, key_check, found, candidates)
     added = write_one_task(job, rows, staging)
     if added is None:
@@ -503,25 +501,32 @@ def _as_small_merge(job: WriteJob, key_check: KeyCheck, passes, staging: str,
     counted = changes.get
     written = sum(a.rows for a in added)
     job.progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added), target)}"
-                 f", rewriting {format_size(sum(f.bytes for f in candidates), target)} of "
-                 f"existing files")
+                 f", rewriting {read} of existing files")
     return Staged(added, candidates, len(added), sum(a.bytes for a in added) / written
                   if written else None, {f.partition for f in current}, len(current),
                   RowChanges(**{k: counted[k] or 0 for k in ("inserted", "updated", "deleted")}))
 
 
-def _small_merge_files(job: WriteJob, passes, found: KeysFound, texts, current
-                       ) -> Optional[Tuple[List[FileEntry], List[FileEntry]]]:
+def _touched(job: WriteJob, found: KeysFound) -> list:
+    """The partitions' texts the batch writes to (as the key check found them); unpartitioned:
+    one empty tuple when the batch has rows, none when it has not."""
+    return list(found.partitions) if job.pcols else [()] * (found.rows > 0)
+
+
+def _small_merge_files(job: WriteJob, passes, found: KeysFound, texts, batch_bytes: float,
+                       current) -> Optional[Tuple[List[FileEntry], List[FileEntry]]]:
     """The files a small merge reads and writes again: (those whose key range may hold a
     key of the batch, the other small files the batch's inserts top up: each touched
-    partition's emptiest); None when one is in a pending clustering plan (the planned way
-    keeps it)."""
+    partition's emptiest); None when they and the batch's bytes are above the target
+    together, or one is in a pending clustering plan (the planned way keeps it)."""
     first, rest = passes
     topped = files_to_top_up(job, {partition_path(job.pcols, t) for t in texts}, current)
     if topped is None:
         return None
     held = [*first, *[f for f in rest if may_hold_keys(f, *found.key_range)]]
     topped = [f for f in topped if f.path not in {h.path for h in held}]
+    if sum(f.bytes for f in held + topped) + batch_bytes > job.cfg.target_file_size:
+        return None
     excluded = pending_plan_files(job.proto.timeline)
     return None if any(f.path in excluded for f in held + topped) else (held, topped)
 
