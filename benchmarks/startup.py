@@ -11,7 +11,8 @@ insert_overwrite, 10 daily partitions) and `tiny_dbt_spark` (dbt's `incremental`
 insert_overwrite, parquet, `sized: false`: dbt-spark's own macro), the same pair
 unpartitioned (`flat_ours`, `flat_dbt_spark`), and the partitioned pair with `append`
 (dbt-spark's default strategy: `append_ours` packs each run's rows into the partitions'
-small files, dbt-spark adds files); and `newkeys_ours`, an upsert (`unique_key` id) whose
+small files, dbt-spark adds files; `append_nopack_ours`, `small_file_limit: 0`, adds files
+as dbt-spark does, to show what the packing itself costs); and `newkeys_ours`, an upsert (`unique_key` id) whose
 ids grow run by run, beside dbt-spark appending the same rows (`newkeys_dbt_spark`: with
 keys that are all new, an append is what a user of dbt-spark's Parquet tables would run).
 Two profiles share one embedded Spark setup
@@ -54,6 +55,8 @@ MODELS = {"ours": "tiny_ours", "dbt-spark": "tiny_dbt_spark"}
 PAIRS = [("10 partitions, insert_overwrite", "tiny_ours", "tiny_dbt_spark"),
          ("unpartitioned, insert_overwrite", "flat_ours", "flat_dbt_spark"),
          ("10 partitions, append", "append_ours", "append_dbt_spark"),
+         # the same append with packing off: what the packing itself costs
+         ("10 partitions, append, packing off", "append_nopack_ours", "append_dbt_spark"),
          ("10 partitions, upsert of new keys", "newkeys_ours", "newkeys_dbt_spark")]
 SELECT = ("select id, date_add(date'2025-01-01', cast(id % 10 as int)) as d,\n"
           "       sha2(concat(cast(id as string), '{{ invocation_id }}'), 256) as payload\n"
@@ -67,10 +70,11 @@ DBT_SPARK = ("materialized='incremental', incremental_strategy='{strategy}', "
              "file_format='parquet', sized=false")
 
 
-def _model(config, partitioned, strategy="insert_overwrite", select=SELECT):
+def _model(config, partitioned, strategy="insert_overwrite", select=SELECT, extra=""):
     by = ", partition_by=['d']" if partitioned else ""
     key = ", unique_key='id'" if strategy == "upsert" else ""
-    return "{{ config(" + config.format(strategy=strategy) + by + key + ") }}\n" + select
+    return ("{{ config(" + config.format(strategy=strategy) + by + key + extra + ") }}\n"
+            + select)
 
 
 def main(argv=None):
@@ -118,6 +122,9 @@ def write_project(root, rows):
         "models/flat_dbt_spark.sql": _model(DBT_SPARK, False),
         "models/append_ours.sql": _model(OURS, True, "append"),
         "models/append_dbt_spark.sql": _model(DBT_SPARK, True, "append"),
+        # small_file_limit 0: no file counts as small, each run adds its files (packing off)
+        "models/append_nopack_ours.sql": _model(OURS, True, "append",
+                                                extra=", small_file_limit=0"),
         # an upsert whose keys are all new, beside dbt-spark appending the same rows
         "models/newkeys_ours.sql": _model(OURS, True, "upsert", NEW_KEYS),
         "models/newkeys_dbt_spark.sql": _model(DBT_SPARK, True, "append", NEW_KEYS),
@@ -160,7 +167,7 @@ def in_process_runs(project, runs):
     from dbt.cli.main import dbtRunner
 
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    models = [m for _what, *pair in PAIRS for m in pair]
+    models = list(dict.fromkeys(m for _what, *pair in PAIRS for m in pair))
     out = {model: [] for model in models}
     for i in range(runs + 1):
         for model in models:

@@ -464,7 +464,7 @@ def _as_insert_of_new_keys(job: WriteJob, key_check: KeyCheck, passes, staging: 
 
 def _as_small_merge(job: WriteJob, key_check: KeyCheck, passes, staging: str,
                     current: List[FileEntry]) -> Optional[Staged]:
-    """A small upsert (index_scope global) whose files that may hold its keys, with each
+    """A small upsert whose files that may hold its keys, with each
     touched partition's small file, are small together: one job reads them with the batch
     and one task writes each of their partitions' file again (the rows the batch does not
     replace, then the batch's rows), where the planned way tags and counts, plans, and
@@ -472,7 +472,7 @@ def _as_small_merge(job: WriteJob, key_check: KeyCheck, passes, staging: str,
     not_null columns) is observed in that job. Staged, or None when that does not hold
     (the caller plans the write)."""
     cfg = job.cfg
-    if job.operation != "upsert" or not key_check.keys or cfg.index_scope != "global":
+    if job.operation != "upsert" or not key_check.keys:
         return None
     found = key_check.result()
     estimate = small_estimate(job, found.df) if found.rows > 0 else None
@@ -515,14 +515,16 @@ def _touched(job: WriteJob, found: KeysFound) -> list:
 
 def _small_merge_files(job: WriteJob, passes, found: KeysFound, texts, batch_bytes: float,
                        current) -> Optional[Tuple[List[FileEntry], List[FileEntry]]]:
-    """The files a small merge reads and writes again: (those whose key range may hold a
-    key of the batch, the other small files the batch's inserts top up: each touched
+    """The files a small merge reads and writes again: (those the tagging would look for
+    the batch's keys in: the first pass's, and with index_scope global the others whose key
+    range may hold a key; the other small files the batch's inserts top up: each touched
     partition's emptiest); None when they and the batch's bytes are above the target
     together, or one is in a pending clustering plan (the planned way keeps it)."""
     first, rest = passes
     topped = files_to_top_up(job, {partition_path(job.pcols, t) for t in texts}, current)
     if topped is None:
         return None
+    rest = rest if job.cfg.index_scope == "global" else []
     held = [*first, *[f for f in rest if may_hold_keys(f, *found.key_range)]]
     topped = [f for f in topped if f.path not in {h.path for h in held}]
     if sum(f.bytes for f in held + topped) + batch_bytes > job.cfg.target_file_size:

@@ -111,7 +111,8 @@ SMALL = dict(target_file_size=400_000, small_file_limit=300_000, delete_column="
 
 
 @pytest.mark.parametrize("merge", [{}, {"merge_update_columns": ["tag"]},
-                                   {"incremental_predicates": ["amount > 10"]}])
+                                   {"incremental_predicates": ["amount > 10"]},
+                                   {"index_scope": "partition"}])
 def test_a_small_upsert_of_small_files_is_written_again_by_one_task(spark, schema, events,
                                                                    merge):
     """A small upsert whose files are small together (a snapshot, a tiny incremental model):
@@ -287,18 +288,23 @@ def _restore(spark, schema, name, saved):
     spark.catalog.refreshTable(f"{schema}.{name}")
 
 
-def test_partition_index_scope_looks_only_in_the_batch_partitions(spark, schema, events):
+@pytest.mark.parametrize("way", ["planned", "small"])
+def test_partition_index_scope_looks_only_in_the_batch_partitions(spark, schema, events, way):
     """Keys spread over every day (so no key range rules a file out): with index_scope
     'partition' the files of the other days are never opened -- they are corrupted here,
-    size kept -- and the updates still replace their rows."""
+    size kept -- and the updates still replace their rows, by the tagging or, files small
+    together, by the small upsert's merge."""
     table = TableRef(schema, "scoped")
+    sizes = {} if way == "planned" else dict(target_file_size=400_000, small_file_limit=300_000)
+    c = cfg(index_scope="partition", **sizes)
     base = _interleaved(events)
-    write_dataframe(spark, base, table, cfg(index_scope="partition"), **QUIET)
+    write_dataframe(spark, base, table, c, **QUIET)
     saved = _corrupt_keeping_size(spark, schema, "scoped", table, ("day=2025-01-01", "day=2025-01-02"))
     batch = base.where("day = date'2025-01-03' and id % 7 = 0").withColumn("tag", F.lit("v2"))
     logs = []
-    write_dataframe(spark, batch, table, cfg(index_scope="partition"), log=logs.append)
-    assert any("index scope partition" in m for m in logs)
+    write_dataframe(spark, batch, table, c, log=logs.append)
+    assert any("index scope partition" in m if way == "planned" else
+               "small upsert" in m and "(1 of 3 files may hold a key" in m for m in logs), logs
     _restore(spark, schema, "scoped", saved)
     expected = {r[0]: r[1] for r in rows_of_df(base)}
     expected.update({r[0]: r[1] for r in rows_of_df(batch)})
