@@ -285,6 +285,11 @@ class Tagger:
         for i, k in enumerate(keys):
             c = batch[k] == existing[key_names[i]]
             cond = c if cond is None else cond & c
+        for i, c in enumerate(pcols if self.scope != "global" else ()):
+            # index_scope partition: a key is matched in its own partition only (Hudi's
+            # non-global index keys a record by key and partition), so a key that two
+            # partitions hold (one that moved: written twice) never matches twice
+            cond = cond & batch[c].eqNullSafe(existing[f"__sized_op{i}"])
         tagged = batch.join(existing, cond, "left").drop(*key_names)
         # A matched row keeps the table's values of the kept columns (partition columns
         # included: then it stays where it was).
@@ -369,6 +374,24 @@ class Tagger:
             groups.append(TagGroup(tuple(r[:n]), tuple(r[n:2 * n]), rel, bool(r["__sized_same"]),
                                    bool(r["__sized_del"]), r["count"]))
         return groups, spark_path_of
+
+
+def replaced_keys(tagged: DataFrame, keys: Sequence[str], scope: str) -> DataFrame:
+    """The keys whose old rows the write removes from the files it rewrites. global: every
+    incoming key (keys are unique across the table: its old row goes wherever it was).
+    partition: the keys the tagging matched, with the file it matched them in (its
+    __sized_file), as the old rows must carry it (with_file_path): a key's row in a
+    partition the batch does not bring it to stays."""
+    if scope == "global":
+        return tagged.select(*keys)
+    return tagged.where("__sized_file IS NOT NULL").select(*keys, "__sized_file")
+
+
+def with_file_path(old: DataFrame, scope: str) -> DataFrame:
+    """old rows (read_files) with the file each is read from, as the tagging names it, when
+    replaced_keys gives the files (index_scope partition)."""
+    return old if scope == "global" else old.withColumn("__sized_file",
+                                                         F.col("_metadata.file_path"))
 
 
 def _first_pass(pcols, current, key_range, batch_parts):
@@ -545,7 +568,8 @@ def _merged_rows(job: WriteJob, key_check: KeyCheck, found: KeysFound, files: Li
     batch = found.df.withColumn("__sized_del", delete_flag(cfg))
     matched, deleted = F.col("__sized_file").isNotNull(), F.col("__sized_del")
     changes = Observation()
-    tagged = tagger.tag(batch, [f.path for f in files]).observe(
+    tagging = tagger.tag(batch, [f.path for f in files])
+    tagged = tagging.observe(
         changes, *[F.sum(F.when(cond, 1).otherwise(0)).alias(name) for name, cond in (
             ("inserted", ~matched & ~deleted), ("updated", matched & ~deleted),
             ("deleted", matched & deleted))])
@@ -556,8 +580,10 @@ def _merged_rows(job: WriteJob, key_check: KeyCheck, found: KeysFound, files: Li
     new = new.select(*columns)
     if not files:  # the batch's rows alone (no file to read)
         return new, changes, nulls
-    old = read_files(job.spark, job.proto.location, tagger.schema, [f.path for f in files])
-    kept = kept_old_rows(old, batch.select(*keys), tagger.match).where("__sized_hit is null")
+    old = with_file_path(read_files(job.spark, job.proto.location, tagger.schema,
+                                    [f.path for f in files]), tagger.scope)
+    keys_df = replaced_keys(batch if tagger.scope == "global" else tagging, keys, tagger.scope)
+    kept = kept_old_rows(old, keys_df, tagger.match).where("__sized_hit is null")
     return kept.select(*columns).unionByName(new), changes, nulls
 
 
@@ -647,11 +673,13 @@ def _slot_write(job, plan: UpsertPlan, tagged, tagger, spark_path_of, current,
         # Old rows of the rewritten files only: the file list prunes every other file before
         # it is opened.
         files = read_files(spark, job.proto.location, tagger.schema, [s.file for s in rewrites])
-        files = files.withColumn(FIRST_ROW, F.col("_metadata.row_index") == 0)
+        files = with_file_path(files.withColumn(FIRST_ROW, F.col("_metadata.row_index") == 0),
+                               tagger.scope)
+        scoped = [] if tagger.scope == "global" else ["__sized_file"]
         old = with_file_values(spark, files, pcols, {s.file: s.slot for s in rewrites},
-                               SLOT).select(*columns, SLOT, FIRST_ROW)
-        if keys:  # every incoming key replaces (or deletes) its old row, wherever it was
-            keys_df = tagged.select(*keys)
+                               SLOT).select(*columns, SLOT, FIRST_ROW, *scoped)
+        if keys:  # an incoming key replaces (or deletes) its old row
+            keys_df = replaced_keys(tagged, keys, tagger.scope)
         updated = [(spark_path_of[s.file], s.slot) for s in rewrites if s.file in spark_path_of]
         if updated:
             upd_map = F.broadcast(local_table(spark, [("__sized_file", "string"), (SLOT, "bigint")],

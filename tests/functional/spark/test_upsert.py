@@ -1,4 +1,6 @@
 """Upsert and insert with Hudi-style bin-packing on a real local Spark."""
+import datetime
+
 import pytest
 from pyspark.sql import functions as F
 
@@ -309,6 +311,37 @@ def test_partition_index_scope_looks_only_in_the_batch_partitions(spark, schema,
     expected = {r[0]: r[1] for r in rows_of_df(base)}
     expected.update({r[0]: r[1] for r in rows_of_df(batch)})
     assert rows_of(spark, schema, "scoped") == sorted(expected.items())
+
+
+@pytest.mark.parametrize("way", ["planned", "small"])
+def test_partition_index_scope_matches_a_key_in_its_own_partition_only(spark, schema, way):
+    """index_scope partition keys a row by key and partition (Hudi's non-global index): a
+    key that moved is written twice, and a later batch with both its partitions updates its
+    row in the batch's partition once, keeping the other; a key moving between two
+    partitions of the batch is written twice too, whatever else the batch holds."""
+    name = f"own_{way}"
+    sizes = {"insert_split_size": 10**6} if way == "planned" else {}
+    c = cfg(index_scope="partition", target_file_size="1MB", small_file_limit="800KB",
+            **sizes)
+    day = "date'2025-01-01' + cast(id % 2 as int)"
+    write_dataframe(spark, spark.sql(f"select id, {day} as day, 'v1' as tag from range(10)"),
+                    TableRef(schema, name), c, **QUIET)
+    # key 2 moves to day 2 in a batch without day 1: its old row stays (written twice)
+    write_dataframe(spark, spark.sql("select 2L as id, date'2025-01-02' as day, 'moved' as tag"),
+                    TableRef(schema, name), c, **QUIET)
+    logs = []
+    write_dataframe(spark, spark.sql("""
+        select 2L as id, date'2025-01-02' as day, 'again' as tag union all
+        select 4L, date'2025-01-01', 'v2' union all
+        select 8L, date'2025-01-02', 'moved'"""), TableRef(schema, name), c, log=logs.append)
+    assert any("small upsert" in m for m in logs) == (way == "small"), logs
+    done = next(m for m in logs if "done: upsert:" in m)
+    assert "1 inserted" in done and "2 updated" in done, done
+    expected = {(i, datetime.date(2025, 1, 1 + i % 2), "v1") for i in range(10)}
+    expected -= {(4, datetime.date(2025, 1, 1), "v1")}
+    expected |= {(2, datetime.date(2025, 1, 2), "again"), (4, datetime.date(2025, 1, 1), "v2"),
+                 (8, datetime.date(2025, 1, 2), "moved")}
+    assert rows_of(spark, schema, name, "id, day, tag") == sorted(expected)
 
 
 def test_global_index_looks_elsewhere_only_for_keys_its_partitions_lack(spark, schema, events):
