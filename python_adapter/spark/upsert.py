@@ -220,7 +220,10 @@ class Tagger:
         self.not_null = resolve_names(job.cfg.not_null_columns, job.df.columns)
         self.bloom = BloomIndex(job.spark, self.location, keys[0], self.pcols) \
             if keys and job.cfg.index_type == "bloom" else None
-        self.scope = job.cfg.index_scope
+        self.across_table = looks_across_partitions(job.cfg)
+        # what an old row carries for replaced_keys to name it by: its file, when the
+        # index matches a key in its own partition only
+        self.old_row_file = () if self.across_table else ("__sized_file",)
 
     def rule_out(self, batch: DataFrame, first: List[FileEntry], rest: List[FileEntry],
                  key_range: Tuple[Any, Any]) -> Tuple[List[FileEntry], List[FileEntry], str]:
@@ -233,7 +236,7 @@ class Tagger:
         left to the second."""
         if self.bloom is None or not self.bloom.usable or not (first or rest):
             return first, rest, ""
-        if self.scope != "global":
+        if not self.across_table:
             answer = self.bloom.probe(batch, first, [])
             if answer is None:
                 return first, rest, ""
@@ -285,7 +288,7 @@ class Tagger:
         for i, k in enumerate(keys):
             c = batch[k] == existing[key_names[i]]
             cond = c if cond is None else cond & c
-        for i, c in enumerate(pcols if self.scope != "global" else ()):
+        for i, c in enumerate(pcols if not self.across_table else ()):
             # index_scope partition: a key is matched in its own partition only (Hudi's
             # non-global index keys a record by key and partition), so a key that two
             # partitions hold (one that moved: written twice) never matches twice
@@ -356,6 +359,24 @@ class Tagger:
         tagged.unpersist()
         return retagged, stats
 
+    def replaced_keys(self, tagged: DataFrame, batch: Optional[DataFrame] = None
+                      ) -> DataFrame:
+        """The keys whose old rows the write removes from the files it rewrites. global: every
+        incoming key (keys are unique across the table: its old row goes wherever it was),
+        taken from `batch` when given (the untagged rows: a tagging not persisted is not run
+        again for them). partition: the keys the tagging matched, with the file it matched
+        them in (__sized_file), as the old rows carry it (with_file_path): a key's row in a
+        partition the batch does not bring it to stays."""
+        if self.across_table:
+            return (tagged if batch is None else batch).select(*self.keys)
+        return tagged.where("__sized_file IS NOT NULL").select(*self.keys, "__sized_file")
+
+    def with_file_path(self, old: DataFrame) -> DataFrame:
+        """old rows (read_files) with the file each is read from, as the tagging names it,
+        when replaced_keys gives the files (index_scope partition)."""
+        return old if self.across_table else old.withColumn("__sized_file",
+                                                            F.col("_metadata.file_path"))
+
     def check_not_null_groups(self, stats: Iterable[Row]) -> None:
         """Fail when a not_null column is null in rows the write keeps (deletes are not
         written), before anything is written."""
@@ -376,22 +397,10 @@ class Tagger:
         return groups, spark_path_of
 
 
-def replaced_keys(tagged: DataFrame, keys: Sequence[str], scope: str) -> DataFrame:
-    """The keys whose old rows the write removes from the files it rewrites. global: every
-    incoming key (keys are unique across the table: its old row goes wherever it was).
-    partition: the keys the tagging matched, with the file it matched them in (its
-    __sized_file), as the old rows must carry it (with_file_path): a key's row in a
-    partition the batch does not bring it to stays."""
-    if scope == "global":
-        return tagged.select(*keys)
-    return tagged.where("__sized_file IS NOT NULL").select(*keys, "__sized_file")
-
-
-def with_file_path(old: DataFrame, scope: str) -> DataFrame:
-    """old rows (read_files) with the file each is read from, as the tagging names it, when
-    replaced_keys gives the files (index_scope partition)."""
-    return old if scope == "global" else old.withColumn("__sized_file",
-                                                         F.col("_metadata.file_path"))
+def looks_across_partitions(cfg: SizedConfig) -> bool:
+    """index_scope global: keys are unique across the table, so a key not in its partition's
+    files is looked for in the others; partition: a key is matched in its own partition."""
+    return cfg.index_scope == "global"
 
 
 def _first_pass(pcols, current, key_range, batch_parts):
@@ -471,7 +480,7 @@ def _as_insert_of_new_keys(job: WriteJob, key_check: KeyCheck, passes, staging: 
         return None
     found = key_check.result()  # the key errors come first, whatever the path
     first, rest = passes
-    if first or (rest and job.cfg.index_scope == "global"):
+    if first or (rest and looks_across_partitions(job.cfg)):
         return None
     # stage_small_insert checks the size, the partition values and the not_null columns,
     # and drops the rows flagged deleted (their keys are in no file: nothing to delete).
@@ -547,7 +556,7 @@ def _small_merge_files(job: WriteJob, passes, found: KeysFound, texts, batch_byt
     topped = files_to_top_up(job, {partition_path(job.pcols, t) for t in texts}, current)
     if topped is None:
         return None
-    rest = rest if job.cfg.index_scope == "global" else []
+    rest = rest if looks_across_partitions(job.cfg) else []
     held = [*first, *[f for f in rest if may_hold_keys(f, *found.key_range)]]
     topped = [f for f in topped if f.path not in {h.path for h in held}]
     if sum(f.bytes for f in held + topped) + batch_bytes > job.cfg.target_file_size:
@@ -580,9 +589,9 @@ def _merged_rows(job: WriteJob, key_check: KeyCheck, found: KeysFound, files: Li
     new = new.select(*columns)
     if not files:  # the batch's rows alone (no file to read)
         return new, changes, nulls
-    old = with_file_path(read_files(job.spark, job.proto.location, tagger.schema,
-                                    [f.path for f in files]), tagger.scope)
-    keys_df = replaced_keys(batch if tagger.scope == "global" else tagging, keys, tagger.scope)
+    old = tagger.with_file_path(read_files(job.spark, job.proto.location, tagger.schema,
+                                           [f.path for f in files]))
+    keys_df = tagger.replaced_keys(tagging, batch)
     kept = kept_old_rows(old, keys_df, tagger.match).where("__sized_hit is null")
     return kept.select(*columns).unionByName(new), changes, nulls
 
@@ -605,7 +614,7 @@ def _write_upsert(job, key_check, passes, bpr, staging, current):
     tagged, stats = tagger.tag_persisted(batch, first)
     try:
         tagger.check_not_null_groups(stats)
-        if keys and rest and cfg.index_scope == "global":
+        if keys and rest and tagger.across_table:
             tagged, stats = tagger.tag_the_unfound(tagged, stats, rest)
         groups, spark_path_of = tagger.groups(stats)
         window = window_condition(cfg)
@@ -673,13 +682,12 @@ def _slot_write(job, plan: UpsertPlan, tagged, tagger, spark_path_of, current,
         # Old rows of the rewritten files only: the file list prunes every other file before
         # it is opened.
         files = read_files(spark, job.proto.location, tagger.schema, [s.file for s in rewrites])
-        files = with_file_path(files.withColumn(FIRST_ROW, F.col("_metadata.row_index") == 0),
-                               tagger.scope)
-        scoped = [] if tagger.scope == "global" else ["__sized_file"]
+        files = tagger.with_file_path(
+            files.withColumn(FIRST_ROW, F.col("_metadata.row_index") == 0))
         old = with_file_values(spark, files, pcols, {s.file: s.slot for s in rewrites},
-                               SLOT).select(*columns, SLOT, FIRST_ROW, *scoped)
+                               SLOT).select(*columns, SLOT, FIRST_ROW, *tagger.old_row_file)
         if keys:  # an incoming key replaces (or deletes) its old row
-            keys_df = replaced_keys(tagged, keys, tagger.scope)
+            keys_df = tagger.replaced_keys(tagged)
         updated = [(spark_path_of[s.file], s.slot) for s in rewrites if s.file in spark_path_of]
         if updated:
             upd_map = F.broadcast(local_table(spark, [("__sized_file", "string"), (SLOT, "bigint")],
