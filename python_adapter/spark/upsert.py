@@ -55,10 +55,10 @@ class KeysFound(NamedTuple):
 
 
 def validate_keys(df: DataFrame, keys: Sequence[str], precombine_column: Optional[str],
-                  pcols: Sequence[str] = ()
-                  ) -> KeysFound:
+                  pcols: Sequence[str] = (), within: Sequence[str] = ()) -> KeysFound:
     """Null keys fail; duplicate keys fail unless a precombine column picks the latest.
-    One aggregation finds all of what it returns."""
+    within: the columns a key is unique within (key_scope): the same key with other values
+    of them is another row. One aggregation finds all of what it returns."""
     null_cond = None
     for k in keys:
         cond = F.col(k).isNull()
@@ -66,7 +66,8 @@ def validate_keys(df: DataFrame, keys: Sequence[str], precombine_column: Optiona
     # partition values as Spark's writer names their directories (partitions.py)
     part = [F.collect_set(F.struct(*[F.col(c).cast("string") for c in pcols])).alias("__sized_parts")] \
         if pcols else []
-    groups = df.groupBy(*keys).agg(F.count(F.lit(1)).alias("count"), *part)
+    identity = [*keys, *within]
+    groups = df.groupBy(*identity).agg(F.count(F.lit(1)).alias("count"), *part)
     first = keys[0]
     orderable = isinstance(df.schema[first].dataType, _ORDERABLE)
     aggs = [F.sum(F.when(null_cond, 1).otherwise(0)).alias("__sized_nulls"),
@@ -80,13 +81,16 @@ def validate_keys(df: DataFrame, keys: Sequence[str], precombine_column: Optiona
                           f"a unique key must not be null")
     if found["__sized_dups"] and not precombine_column:
         dups = groups.where("count > 1").limit(3).collect()
-        shown = ", ".join(str(tuple(r[:len(keys)]) if len(keys) > 1 else r[0]) for r in dups)
+        shown = ", ".join(str(tuple(r[:len(identity)]) if len(identity) > 1 else r[0])
+                          for r in dups)
+        where = f" in one partition ({', '.join(within)})" if within else ""
         raise ConfigError(
-            f"unique_key: the new data holds the same key more than once (e.g. {shown}); "
-            f"set precombine_column to the column whose largest value wins, or dedupe the model")
+            f"unique_key: the new data holds the same key more than once{where} (e.g. "
+            f"{shown}); set precombine_column to the column whose largest value wins, or "
+            f"dedupe the model")
     key_range = (found["__sized_kmin"], found["__sized_kmax"])
     if precombine_column and found["__sized_dups"]:
-        w = Window.partitionBy(*keys).orderBy(F.col(precombine_column).desc_nulls_last())
+        w = Window.partitionBy(*identity).orderBy(F.col(precombine_column).desc_nulls_last())
         df = (df.withColumn("__sized_rn", F.row_number().over(w))
                 .where("__sized_rn = 1").drop("__sized_rn"))
     return KeysFound(df, key_range, partitions, found["__sized_rows"] or 0)
@@ -158,7 +162,8 @@ class KeyCheck:
         def run():
             try:
                 with session_conf(spark, settings):
-                    self._result = validate_keys(df, self.keys, cfg.precombine_column, pcols)
+                    self._result = validate_keys(df, self.keys, cfg.precombine_column, pcols,
+                                                 key_scope(cfg, pcols))
             except BaseException as exc:  # handed to the caller by result()
                 self._error = exc
             finally:
@@ -401,6 +406,14 @@ def looks_across_partitions(cfg: SizedConfig) -> bool:
     """index_scope global: keys are unique across the table, so a key not in its partition's
     files is looked for in the others; partition: a key is matched in its own partition."""
     return cfg.index_scope == "global"
+
+
+def key_scope(cfg: SizedConfig, pcols: Sequence[str]) -> Tuple[str, ...]:
+    """The columns a key is unique within: none (global), or the partition columns
+    (index_scope partition, as Hudi's non-global index keys a record by key and partition:
+    a batch may bring a key to two partitions, as a lookback window replaying the days a
+    moved key is in does, and each is its own row)."""
+    return () if looks_across_partitions(cfg) else tuple(pcols)
 
 
 def _first_pass(pcols, current, key_range, batch_parts):

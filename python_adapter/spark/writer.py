@@ -32,7 +32,7 @@ from python_adapter.spark.session_conf import session_conf
 from python_adapter.spark.small_batch import stage_small_insert, write_small_batch
 from python_adapter.spark.bloom import BLOOM_KEY, bloom_key, write_options
 from python_adapter.spark.staging import bytes_per_row, staged_entries
-from python_adapter.spark.upsert import check_predicates, stage_upsert, validate_keys
+from python_adapter.spark.upsert import check_predicates, key_scope, stage_upsert, validate_keys
 from python_adapter.table.archive import RETAIN_COMMITS, RETAIN_HOURS
 from python_adapter.table.faults import fault_point
 from python_adapter.table.lock import LockOptions
@@ -306,7 +306,8 @@ def _rows_to_write(job):
     deduped by precombine_column) when the model has an upsert key, deletes dropped."""
     cfg, df = job.cfg, job.df
     if cfg.incremental_strategy == "upsert":
-        df = validate_keys(df, resolve_names(cfg.unique_key, df.columns), cfg.precombine_column).df
+        keys = resolve_names(cfg.unique_key, df.columns)
+        df = validate_keys(df, keys, cfg.precombine_column, within=key_scope(cfg, job.pcols)).df
     if cfg.delete_column:
         df = df.where(~delete_flag(cfg))
     return df

@@ -344,6 +344,40 @@ def test_partition_index_scope_matches_a_key_in_its_own_partition_only(spark, sc
     assert rows_of(spark, schema, name, "id, day, tag") == sorted(expected)
 
 
+@pytest.mark.parametrize("way", ["planned", "small"])
+def test_partition_index_scope_takes_a_key_in_two_partitions_of_a_batch(spark, schema, way):
+    """index_scope partition: a key is unique within its partition, so a build and a batch
+    may bring it to two days (a lookback window replaying both days of a key that moved):
+    each is its own row, updated in its own day. Twice in one day is refused, naming the
+    day column, before anything is written."""
+    name, table = f"two_{way}", TableRef(schema, f"two_{way}")
+    sizes = {"insert_split_size": 10**6} if way == "planned" else {}
+    c = cfg(index_scope="partition", target_file_size="1MB", small_file_limit="800KB",
+            **sizes)
+    write_dataframe(spark, spark.sql("""
+        select id, date'2025-01-01' + cast(id % 2 as int) as day, 'v1' as tag from range(10)
+        union all select 2L, date'2025-01-02', 'moved'"""), table, c, **QUIET)
+    logs = []
+    write_dataframe(spark, spark.sql("""
+        select 2L as id, date'2025-01-01' as day, 'a' as tag union all
+        select 2L, date'2025-01-02', 'b' union all
+        select 3L, date'2025-01-01', 'new'"""), table, c, log=logs.append)
+    assert any("small upsert" in m for m in logs) == (way == "small"), logs
+    done = next(m for m in logs if "done: upsert:" in m)
+    assert "1 inserted" in done and "2 updated" in done, done
+    expected = {(i, datetime.date(2025, 1, 1 + i % 2), "v1") for i in range(10)} - \
+        {(2, datetime.date(2025, 1, 1), "v1")}
+    expected |= {(2, datetime.date(2025, 1, 1), "a"), (2, datetime.date(2025, 1, 2), "b"),
+                 (3, datetime.date(2025, 1, 1), "new")}
+    assert rows_of(spark, schema, name, "id, day, tag") == sorted(expected)
+    with pytest.raises(ConfigError, match=r"same key more than once in one partition \(day\) "
+                                          r"\(e.g. \(5, datetime.date\(2025, 1, 2\)\)\)"):
+        write_dataframe(spark, spark.sql("""
+            select 5L as id, date'2025-01-02' as day, 'x' as tag union all
+            select 5L, date'2025-01-02', 'y'"""), table, c, **QUIET)
+    assert rows_of(spark, schema, name, "id, day, tag") == sorted(expected)
+
+
 def test_global_index_looks_elsewhere_only_for_keys_its_partitions_lack(spark, schema, events):
     """index_scope 'global': updates found in their own day and new keys above every file's
     key range; the other days' files are never opened (corrupted here, size kept)."""
