@@ -23,6 +23,9 @@ OFF = "SIZED_SPARK_NO_CLASS_ARCHIVE"   # set to anything: start the JVM as Spark
 # seconds without a change after which a written archive is taken as complete (the JVM
 # writes it in one go at exit, a few seconds for Spark's ~180 MB of classes)
 _WRITTEN_AFTER = 15
+# days after which an archive no start has mapped is removed: one of a Spark, java or venv
+# no longer used (each is ~200 MB, and a new key comes with every upgrade)
+_UNUSED_DAYS = 14
 
 
 def _archive(confs: Mapping[str, str], env: Mapping[str, str]) -> Optional[str]:
@@ -43,6 +46,7 @@ def _state(archive: str) -> str:
     writes one: start as Spark does, not write a second) or 'none'."""
     if os.path.exists(archive):
         _remove_leftovers(archive)
+        os.utime(archive)  # in use: kept by _remove_unused
         return "ready"
     now = time.time()
     for written in glob.glob(f"{archive}.*"):
@@ -50,6 +54,7 @@ def _state(archive: str) -> str:
             return "writing"
         if os.path.getsize(written) > 0:
             os.replace(written, archive)
+            os.utime(archive)
             return "ready"
     return "none"
 
@@ -65,6 +70,18 @@ def _remove_leftovers(archive: str) -> None:
         try:
             if now - os.path.getmtime(written) > _WRITTEN_AFTER:
                 os.remove(written)
+        except OSError:
+            pass  # another start removed it first
+
+
+def _remove_unused(archive: str) -> None:
+    """Removes the archives of other keys that no start has mapped for _UNUSED_DAYS (a
+    taken archive's modification time is its last use)."""
+    now = time.time()
+    for other in glob.glob(os.path.join(os.path.dirname(archive), "spark-classes-*.jsa")):
+        try:
+            if other != archive and now - os.path.getmtime(other) > _UNUSED_DAYS * 86400:
+                os.remove(other)
         except OSError:
             pass  # another start removed it first
 
@@ -89,6 +106,7 @@ def class_archive_confs(confs: Mapping[str, str],
     if state == "ready":
         added = f"-XX:SharedArchiveFile={archive} -Xshare:auto"
     else:
+        _remove_unused(archive)
         added = f"-XX:ArchiveClassesAtExit={archive}.{os.getpid()}"
         open(added.split("=", 1)[1], "wb").close()  # claimed: other starts do not write too
     return {JAVA_OPTIONS: f"{options} -XX:+IgnoreUnrecognizedVMOptions {added} -Xlog:disable".strip()}

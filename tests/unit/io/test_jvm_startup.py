@@ -52,6 +52,26 @@ def test_archives_other_starts_left_are_removed_once_one_is_taken(env, tmp_path)
         os.path.basename(p) for p in (archive, being_written))
 
 
+def test_archives_no_start_mapped_for_two_weeks_are_removed_when_a_new_one_is_written(env):
+    """Each Spark, java or venv has its own archive (~200 MB); an old one goes once unused."""
+    first = _options(env).split("-XX:ArchiveClassesAtExit=")[1].split()[0]
+    archive = first.rsplit(".", 1)[0]
+    with open(first, "wb") as fh:
+        fh.write(b"archive")
+    weeks_ago = time.time() - 15 * 86400
+    os.utime(first, (weeks_ago, weeks_ago))
+    assert "-XX:SharedArchiveFile=" in _options(env)  # taken, and marked as used now
+    folder = os.path.dirname(archive)
+    unused, used = (os.path.join(folder, f"spark-classes-{k}.jsa") for k in ("old", "recent"))
+    for name, when in [(unused, weeks_ago), (used, time.time() - 13 * 86400)]:
+        with open(name, "wb") as fh:
+            fh.write(b"another key's archive")
+        os.utime(name, (when, when))
+    _options(env, {JAVA_OPTIONS: "-Dx=1", "spark.driver.extraClassPath": "/other.jar"})
+    assert sorted(os.path.basename(p) for p in os.listdir(folder) if p.endswith(".jsa")) == \
+        sorted(os.path.basename(p) for p in (archive, used))
+
+
 @pytest.mark.parametrize("theirs", ["-Xshare:off", "-XX:SharedArchiveFile=/x.jsa",
                                     "-XX:ArchiveClassesAtExit=/y.jsa"])
 def test_a_profile_that_manages_class_sharing_keeps_its_own(env, theirs):
