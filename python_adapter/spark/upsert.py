@@ -81,8 +81,10 @@ def validate_keys(df: DataFrame, keys: Sequence[str], precombine_column: Optiona
                           f"a unique key must not be null")
     if found["__sized_dups"] and not precombine_column:
         dups = groups.where("count > 1").limit(3).collect()
-        shown = ", ".join(str(tuple(r[:len(identity)]) if len(identity) > 1 else r[0])
-                          for r in dups)
+        # a key of several columns by name and value as the user writes it (2025-01-02, not
+        # Python's datetime.date(2025, 1, 2))
+        shown = ", ".join(str(r[0]) if len(identity) == 1 else
+                          "(" + ", ".join(f"{c}={r[c]}" for c in identity) + ")" for r in dups)
         where = f" in one partition ({', '.join(within)})" if within else ""
         raise ConfigError(
             f"unique_key: the new data holds the same key more than once{where} (e.g. "

@@ -371,7 +371,7 @@ def test_partition_index_scope_takes_a_key_in_two_partitions_of_a_batch(spark, s
                  (3, datetime.date(2025, 1, 1), "new")}
     assert rows_of(spark, schema, name, "id, day, tag") == sorted(expected)
     with pytest.raises(ConfigError, match=r"same key more than once in one partition \(day\) "
-                                          r"\(e.g. \(5, datetime.date\(2025, 1, 2\)\)\)"):
+                                          r"\(e.g. \(id=5, day=2025-01-02\)\)"):
         write_dataframe(spark, spark.sql("""
             select 5L as id, date'2025-01-02' as day, 'x' as tag union all
             select 5L, date'2025-01-02', 'y'"""), table, c, **QUIET)
