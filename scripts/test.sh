@@ -8,32 +8,32 @@ bash scripts/setup.sh
 VENV=.venv${PYSPARK:+-pyspark$PYSPARK}
 . "$VENV/bin/activate"
 export SPARK_LOCAL_IP=127.0.0.1
-# Both cores: two pytest-xdist workers (SIZED_TEST_WORKERS=0 runs in this process). Each test
-# module stays on one worker, so a module starts its Spark session, cluster or metastore
-# service once, and a fixed port (the cluster's 7177, the metastore service's 9183 and 5533)
-# is never held by two workers at once. Modules go out in the order of collection (no
-# reordering), so each worker runs its modules in the order a serial run would.
 # The whole suite first writes the JVM class archives its Spark processes start from
 # (python_adapter/io/jvm_startup.py): a process that exits normally writes one, and on a fresh
 # machine the first to do so came 23 minutes in (crash tests kill theirs), so every dbt and
 # crash-chain process before started ~13 s slower. One dbt run and one engine write, side by
-# side, write both kinds (a dbt profile's and a test session's) in about a minute. Their
+# side, write both kinds (a dbt profile's and a test session's) in about two minutes. Their
 # output goes through a pipe so the wait lasts until the JVM, which writes the archive after
 # Python exits and holds the pipe, is done.
 warm_class_archives() {
   local warm; warm=$(mktemp -d)
-  (PYTHONPATH=. python tests/functional/crash_chain.py "$warm/chain" '' refresh:A 2>&1 \
+  (PYTHONPATH=. timeout 600 python tests/functional/crash_chain.py "$warm/chain" '' refresh:A 2>&1 \
     | cat >/dev/null) &
   local chain=$!
   if [ -z "${PYSPARK:-}" ]; then
     cp -r tests/functional/dbt_mini "$warm/mini" && cp integration_tests/profiles.yml "$warm/mini/"
     (cd "$warm/mini" && SIZED_SPARK_HOME="$warm/spark" DBT_SEND_ANONYMOUS_USAGE_STATS=false \
-      dbt run --select orders --profiles-dir . --target embedded 2>&1 | cat >/dev/null) || true
+      timeout 600 dbt run --select orders --profiles-dir . --target embedded 2>&1 | cat >/dev/null) || true
   fi
   wait "$chain" || true
   rm -rf "$warm"
 }
 [ $# -eq 0 ] && warm_class_archives
+# Both cores: two pytest-xdist workers (SIZED_TEST_WORKERS=0 runs in this process). Each test
+# module stays on one worker, so a module starts its Spark session, cluster or metastore
+# service once, and a fixed port (the cluster's 7177, the metastore service's 9183 and 5533)
+# is never held by two workers at once. Modules go out in the order of collection (no
+# reordering), so each worker runs its modules in the order a serial run would.
 WORKERS=(-n "${SIZED_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder)
 if [ -n "${PYSPARK:-}" ]; then
   pytest "${WORKERS[@]}" tests/unit tests/functional --ignore=tests/functional/dbt "$@"
