@@ -14,7 +14,7 @@ import hashlib
 import os
 import shutil
 import time
-from typing import Dict, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
 from python_adapter.io.fast_local_fs import CLASSPATH, cache_dir, spark_jars_dir
 
@@ -65,25 +65,26 @@ def _remove_leftovers(archive: str) -> None:
     once one is taken, and a claim whose JVM died without writing stays empty. Files changed
     in the last seconds may still be being written and are kept. (A JVM still running whose
     claim goes writes its archive at exit all the same; a later start removes that.)"""
-    now = time.time()
-    for written in glob.glob(f"{archive}.*"):
-        try:
-            if now - os.path.getmtime(written) > _WRITTEN_AFTER:
-                os.remove(written)
-        except OSError:
-            pass  # another start removed it first
+    _remove_older_than(glob.glob(f"{archive}.*"), _WRITTEN_AFTER)
 
 
 def _remove_unused(archive: str) -> None:
     """Removes the archives of other keys that no start has mapped for _UNUSED_DAYS (a
     taken archive's modification time is its last use)."""
+    others = glob.glob(os.path.join(os.path.dirname(archive), "spark-classes-*.jsa"))
+    _remove_older_than([p for p in others if p != archive], _UNUSED_DAYS * 86400)
+
+
+def _remove_older_than(paths: List[str], seconds: float) -> None:
+    """Removes the paths not modified in the last `seconds`; one another start removed
+    first is no error."""
     now = time.time()
-    for other in glob.glob(os.path.join(os.path.dirname(archive), "spark-classes-*.jsa")):
+    for path in paths:
         try:
-            if other != archive and now - os.path.getmtime(other) > _UNUSED_DAYS * 86400:
-                os.remove(other)
+            if now - os.path.getmtime(path) > seconds:
+                os.remove(path)
         except OSError:
-            pass  # another start removed it first
+            pass
 
 
 def class_archive_confs(confs: Mapping[str, str],
