@@ -7,6 +7,8 @@ the plan and the routing of a planned write cost more than the write (benchmarks
 - An insert tops up each touched partition's emptiest small file, as the bin-packing plan
   does when that file has room (`stage_small_insert`): the task reads that file and writes
   it again with the partition's new rows; partitions without a small file get a new file.
+  When no partition of the table has a small file to top up, the batch is written as it
+  is, with no query before the write to find its partitions.
 - An upsert whose files are small together is merged by one task (`upsert._as_small_merge`,
   with `write_one_task`).
 
@@ -86,11 +88,16 @@ def write_small_batch(job: WriteJob, df: DataFrame, staging: str) -> Optional[Wr
     """A full build or insert_overwrite of df written to staging by one task when it is a
     small batch: Written, or None when it is not one (the caller plans the write)."""
     estimate = small_estimate(job, df)
-    if estimate is None:
-        return None
+    return None if estimate is None else _write_as_it_is(job, df, staging, estimate)
+
+
+def _write_as_it_is(job: WriteJob, df: DataFrame, staging: str, estimate: int,
+                    why: str = "") -> Optional[Written]:
+    """df written to staging by one task, checked from the staged files: Written, or None
+    when a file came out above the target (the caller plans the write)."""
     target = job.cfg.target_file_size
     job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): "
-                 f"one task writes each partition's file")
+                 f"one task writes each partition's file{why}")
     added = write_one_task(job, df, staging)
     if added is None:
         return None
@@ -113,6 +120,8 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry],
     if estimate is None:
         return None
     not_null = resolve_names(cfg.not_null_columns, batch.columns)
+    if touched is None and not not_null and _nothing_to_top_up(job, current):
+        return _stage_new_files(job, batch, staging, estimate, current)
     if touched is None or not_null:  # the query finds the partitions and counts the nulls
         groups = _partition_groups(batch, job.pcols, not_null)
         texts = [tuple(g[:len(job.pcols)]) for g in groups]
@@ -138,6 +147,26 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry],
                  f"files")
     return Staged(added, topped, len(added), sum(a.bytes for a in added) / written, registered,
                   len(current), RowChanges(inserted=written - sum(f.rows for f in topped)))
+
+
+def _nothing_to_top_up(job: WriteJob, current: List[FileEntry]) -> bool:
+    """Whether no partition of the table has a small file to top up (packing off, or every
+    file full): then which partitions the batch touches changes nothing, and no query needs
+    to find them before the write."""
+    return files_to_top_up(job, {f.partition for f in current}, current) == []
+
+
+def _stage_new_files(job: WriteJob, batch: DataFrame, staging: str, estimate: int,
+                     current: List[FileEntry]) -> Optional[Staged]:
+    """An insert that tops up no file: the batch written as a small batch is, a new file in
+    each partition it touches, its partitions read from the staged files."""
+    written = _write_as_it_is(job, _with_rows_of(job, batch, []), staging, estimate,
+                              why="; the table has no small file to top up")
+    if written is None:
+        return None
+    return Staged(written.added, [], written.files_planned, written.bytes_per_row,
+                  {f.partition for f in current}, len(current),
+                  RowChanges(inserted=sum(a.rows for a in written.added)))
 
 
 def _with_rows_of(job: WriteJob, batch: DataFrame, files: List[FileEntry]) -> DataFrame:

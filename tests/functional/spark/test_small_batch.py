@@ -199,7 +199,7 @@ def test_a_small_insert_writes_new_files_where_no_file_is_small(spark, schema):
     before = {f.path for part in files_by_partition(spark, schema, "big").values() for f in part}
     batch = rows_sql(n=40, days=3, tag="v2", first=10_000)    # days 0, 1 and a new one
     log = insert(spark, table, batch, **config)
-    assert "small batch" in log and "topping up 0 small files" in log
+    assert "small batch" in log and "the table has no small file to top up" in log
     files = files_by_partition(spark, schema, "big")
     assert before <= {f.path for part in files.values() for f in part}
     assert sorted(len(f) for f in files.values()) == [1, 2, 2]
@@ -247,7 +247,7 @@ def test_a_file_in_a_pending_clustering_plan_is_not_topped_up(spark, schema):
     write(spark, table, rows_sql(n=400, days=2))
     run_clustering(spark, table, ["id"], schedule_only=True, log=lambda m: None)
     log = insert(spark, table, rows_sql(n=20, days=2, tag="v2", first=10_000))
-    assert "topping up 0 small files" in log
+    assert "the table has no small file to top up" in log   # its files are the plan's
     assert sorted(len(f) for f in files_by_partition(spark, schema, "planned").values()) == [2, 2]
     run_clustering(spark, table, log=lambda m: None)          # the plan still executes
     assert rows_of(spark, schema, "planned") == sorted(
@@ -294,6 +294,11 @@ def test_a_small_insert_checks_its_rows_before_anything_is_written(spark, schema
     write(spark, flat, texts.replace("''", "'s'"), partition_by=["region"])
     with pytest.raises(ConfigError, match="region"):
         insert(spark, flat, texts, partition_by=["region"])
+    # no file to top up (small_file_limit 0): no query before the write, checked all the same
+    with pytest.raises(ConfigError, match="region"):
+        insert(spark, flat, texts, partition_by=["region"], small_file_limit=0)
+    assert rows_of(spark, schema, "checked_texts") == sorted(
+        (r.id, "t") for r in spark.sql(texts.replace("''", "'s'")).collect())
     assert rows_of(spark, schema, "checked") == expected(spark, rows_sql(n=100, days=2))
     for t in ("checked", "checked_texts"):
         fs = HadoopFS(spark)
@@ -339,19 +344,27 @@ def test_rows_flagged_deleted_and_an_empty_batch_insert_nothing(spark, schema):
     assert len(files) == len(files_by_partition(spark, schema, "flags"))
 
 
+@pytest.mark.parametrize("limit", [None, 0], ids=["top-up", "no-small-file"])
 @pytest.mark.parametrize("point", ["requested", "inflight", "publish:1", "publish:3",
                                    "published", "synced", "completed", "cleanup"])
 def test_a_crash_at_any_step_of_a_small_insert_keeps_exactly_the_last_commit(
-        spark, schema, monkeypatch, point):
+        spark, schema, monkeypatch, point, limit):
+    """Topping up small files, and (small_file_limit 0) adding files without the query that
+    finds the batch's partitions."""
     table = TableRef(schema, "crash_insert")
+    config = {} if limit is None else {"small_file_limit": limit}
     write(spark, table, rows_sql())
     batch = rows_sql(n=300, days=3, tag="v2", first=50_000)
     before = expected(spark, rows_sql())
     after = sorted(before + expected(spark, batch))
 
-    crash_then_recover(spark, table, monkeypatch, point, lambda: insert(spark, table, batch))
+    crash_then_recover(spark, table, monkeypatch, point,
+                       lambda: insert(spark, table, batch, **config))
     assert rows_of(spark, schema, "crash_insert") == (
         after if point in ("completed", "cleanup") else before)
     if point not in ("completed", "cleanup"):
-        assert "small batch" in insert(spark, table, batch)
+        log = insert(spark, table, batch, **config)
+        assert "small batch" in log and ("no small file to top up" in log) == (limit == 0)
     assert rows_of(spark, schema, "crash_insert") == after
+    files = files_by_partition(spark, schema, "crash_insert")
+    assert sorted(len(f) for f in files.values()) == ([1] * 5 if limit is None else [1, 1, 2, 2, 2])
