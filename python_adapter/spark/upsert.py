@@ -6,7 +6,7 @@ to new files), then write every planned output file ("slot") from exactly one Sp
 (`slot_write`). Files that receive nothing are neither read nor rewritten.
 """
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
@@ -54,11 +54,23 @@ class KeysFound(NamedTuple):
     rows: int
 
 
-def validate_keys(df: DataFrame, keys: Sequence[str], precombine_column: Optional[str],
-                  pcols: Sequence[str] = (), within: Sequence[str] = ()) -> KeysFound:
+@dataclass(frozen=True)
+class KeyRules:
+    """What validate_keys checks new data by: the key columns; the column whose largest
+    value wins among rows of one key (None: such rows fail); the columns a key is unique
+    within (key_scope: the same key with other values of them is another row); the
+    partition columns whose values it collects (none: it collects none)."""
+    keys: Sequence[str]
+    precombine_column: Optional[str]
+    within: Sequence[str] = ()
+    pcols: Sequence[str] = ()
+
+
+def validate_keys(df: DataFrame, rules: KeyRules) -> KeysFound:
     """Null keys fail; duplicate keys fail unless a precombine column picks the latest.
-    within: the columns a key is unique within (key_scope): the same key with other values
-    of them is another row. One aggregation finds all of what it returns."""
+    One aggregation finds all of what it returns."""
+    keys, precombine_column = rules.keys, rules.precombine_column
+    pcols, within = rules.pcols, rules.within
     null_cond = None
     for k in keys:
         cond = F.col(k).isNull()
@@ -164,8 +176,8 @@ class KeyCheck:
         def run():
             try:
                 with session_conf(spark, settings):
-                    self._result = validate_keys(df, self.keys, cfg.precombine_column, pcols,
-                                                 key_scope(cfg, pcols))
+                    self._result = validate_keys(df, KeyRules(
+                        self.keys, cfg.precombine_column, key_scope(cfg, pcols), pcols))
             except BaseException as exc:  # handed to the caller by result()
                 self._error = exc
             finally:

@@ -32,7 +32,8 @@ from python_adapter.spark.session_conf import session_conf
 from python_adapter.spark.small_batch import stage_small_insert, write_small_batch
 from python_adapter.spark.bloom import BLOOM_KEY, bloom_key, write_options
 from python_adapter.spark.staging import bytes_per_row, staged_entries
-from python_adapter.spark.upsert import check_predicates, key_scope, stage_upsert, validate_keys
+from python_adapter.spark.upsert import (KeyRules, check_predicates, key_scope, stage_upsert,
+                                        validate_keys)
 from python_adapter.table.archive import RETAIN_COMMITS, RETAIN_HOURS
 from python_adapter.table.faults import fault_point
 from python_adapter.table.lock import LockOptions
@@ -307,7 +308,7 @@ def _rows_to_write(job):
     cfg, df = job.cfg, job.df
     if cfg.incremental_strategy == "upsert":
         keys = resolve_names(cfg.unique_key, df.columns)
-        df = validate_keys(df, keys, cfg.precombine_column, within=key_scope(cfg, job.pcols)).df
+        df = validate_keys(df, KeyRules(keys, cfg.precombine_column, key_scope(cfg, job.pcols))).df
     if cfg.delete_column:
         df = df.where(~delete_flag(cfg))
     return df
