@@ -6,7 +6,7 @@ A statistic is text: numbers 'n:<decimal>' (compared as numbers), others 's:<tex
 """
 import datetime
 import decimal
-from typing import Any, Optional, Protocol, Tuple
+from typing import Any, Dict, Iterable, NamedTuple, Optional, Protocol, Sequence, Tuple
 
 
 class KeyRange(Protocol):
@@ -46,3 +46,49 @@ def may_hold_keys(entry: Optional[KeyRange], lo: Any, hi: Any) -> bool:
     if not (fmin[0] == fmax[0] == blo[0] == bhi[0]):
         return True
     return not (fmax[1] < blo[1] or fmin[1] > bhi[1])
+
+
+class KeyRowShape(NamedTuple):
+    """How summarize_keys reads a row: its first `keys` values are the key columns, the
+    first `identity` the key with the columns it is unique within; the rest, when
+    `partitioned`, the partition texts. orderable: the first key column has an order."""
+    keys: int
+    identity: int
+    orderable: bool
+    partitioned: bool
+
+
+class KeySummary(NamedTuple):
+    """What an upsert's key check finds in a batch: (min, max) of the first key column,
+    the same per partition (values as texts), and the rows."""
+    key_range: Tuple[Any, Any]
+    partitions: Dict[Tuple[Optional[str], ...], Tuple[Any, Any]]
+    rows: int
+
+
+def summarize_keys(rows: Iterable[Sequence[Any]], shape: KeyRowShape) -> Optional[KeySummary]:
+    """The key check of a small batch's rows in the driver: each row is its key columns,
+    then the columns a key is unique within, then its partition values as texts. None
+    when a key is null or appears twice: the Spark check then names the error or dedupes.
+    Only for types whose Python values compare and hash as Spark's do."""
+    seen, parts = set(), {}
+    lo = hi = None
+    count = 0
+    for row in rows:
+        if any(v is None for v in row[:shape.keys]):
+            return None
+        identity = tuple(row[:shape.identity])
+        if identity in seen:
+            return None
+        seen.add(identity)
+        count += 1
+        first = row[0] if shape.orderable else None
+        if first is not None:
+            lo = first if lo is None or first < lo else lo
+            hi = first if hi is None or first > hi else hi
+        if shape.partitioned:
+            part = tuple(row[shape.identity:])
+            plo, phi = parts.get(part, (first, first))
+            parts[part] = (first, first) if first is None else (min(plo, first), max(phi, first))
+    return KeySummary((lo, hi), parts, count)
+

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from python_adapter.core.config import SizedConfig, kept_on_update
-from python_adapter.core.keys import may_hold_keys
+from python_adapter.core.keys import KeyRowShape, may_hold_keys, summarize_keys
 from python_adapter.core.partitions import (check_partition_texts, parse_partition_path,
                                             partition_path)
 from python_adapter.core.sizes import format_size
@@ -64,6 +64,42 @@ class KeyRules:
     precombine_column: Optional[str]
     within: Sequence[str] = ()
     pcols: Sequence[str] = ()
+
+
+# A batch Spark estimates at most DRIVER_KEY_BYTES has its keys checked in the driver, up
+# to DRIVER_KEY_ROWS rows: one collect of its key columns and no shuffle, ~0.14 s for 1,000
+# rows where the aggregation's stages take ~0.5 s (benchmarks/README.md, session 44).
+DRIVER_KEY_BYTES = 2 * 1024 * 1024
+DRIVER_KEY_ROWS = 20_000
+
+
+def _same_in_python(dtype: T.DataType) -> bool:
+    """Whether Python's values of a Spark type are equal, hash and order exactly as Spark's
+    are: not floats (NaN, -0.0), not timestamps (a local time repeats when clocks go back),
+    not strings of a collation other than binary (pyspark 4)."""
+    if isinstance(dtype, T.StringType):
+        return getattr(dtype, "collation", "UTF8_BINARY") == "UTF8_BINARY"
+    return isinstance(dtype, (T.IntegralType, T.DateType, T.DecimalType, T.BooleanType))
+
+
+def keys_in_driver(df: DataFrame, rules: KeyRules, batch_bytes: int) -> Optional[KeysFound]:
+    """validate_keys of a small batch without nulls or duplicate keys, from its key columns
+    collected to the driver; None when the batch is not such a one (larger, keys of other
+    types, a null or repeated key: validate_keys names the error or dedupes)."""
+    identity = [*rules.keys, *rules.within]
+    if batch_bytes > DRIVER_KEY_BYTES or \
+            not all(_same_in_python(df.schema[c].dataType) for c in identity):
+        return None
+    texts = [F.col(c).cast("string") for c in rules.pcols]
+    # one task reads the batch (a limit alone scans one partition, then more, a job each)
+    rows = df.select(*identity, *texts).coalesce(1).limit(DRIVER_KEY_ROWS + 1).collect()
+    if len(rows) > DRIVER_KEY_ROWS:
+        return None
+    orderable = isinstance(df.schema[rules.keys[0]].dataType, _ORDERABLE)
+    found = summarize_keys(rows, KeyRowShape(len(rules.keys), len(identity), orderable,
+                                             bool(rules.pcols)))
+    return None if found is None else KeysFound(df, found.key_range, found.partitions,
+                                                found.rows)
 
 
 def validate_keys(df: DataFrame, rules: KeyRules) -> KeysFound:
@@ -176,8 +212,10 @@ class KeyCheck:
         def run():
             try:
                 with session_conf(spark, settings):
-                    self._result = validate_keys(df, KeyRules(
-                        self.keys, cfg.precombine_column, key_scope(cfg, pcols), pcols))
+                    rules = KeyRules(self.keys, cfg.precombine_column,
+                                     key_scope(cfg, pcols), pcols)
+                    found = keys_in_driver(df, rules, self.batch_bytes)
+                    self._result = found if found is not None else validate_keys(df, rules)
             except BaseException as exc:  # handed to the caller by result()
                 self._error = exc
             finally:

@@ -10,6 +10,7 @@ from python_adapter.core.config import parse_config
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.timeline import Timeline
 from python_adapter.table.timeline import learned_bytes_per_row
+from python_adapter.spark import upsert
 from python_adapter.spark.writer import write_dataframe
 from tests.functional.helpers import files_by_partition, layout, rows_of, rows_of_df
 
@@ -487,6 +488,44 @@ def test_duplicate_and_null_keys_fail_unless_precombined(spark, schema, events):
     latest = twice.withColumn("amount", F.when(F.col("tag") == "later", 1e9).otherwise(0.0))
     write_dataframe(spark, latest, table, c, **QUIET)
     assert spark.sql(f"select tag from {schema}.dup where id = 100001").first().tag == "later"
+
+
+@pytest.mark.parametrize("sql,rules", [
+    # an integer key, date partitions with a NULL one
+    ("select id, if(id % 7 = 0, null, date_add(date'2025-01-01', cast(id % 3 as int))) as d "
+     "from range(500)", upsert.KeyRules(["id"], None, (), ["d"])),
+    # string keys unique within their partition only (index_scope partition)
+    ("select concat('k', id % 200) as k, cast(id % 3 as string) as p from range(600)",
+     upsert.KeyRules(["k"], None, ("p",), ("p",))),
+    # a decimal and an integer as one key
+    ("select cast(id / 4 as decimal(10, 2)) as a, id % 4 as b, "
+     "date_add(date'2025-01-01', cast(id % 5 as int)) as d from range(400)",
+     upsert.KeyRules(["a", "b"], None, (), ["d"])),
+    # a date key, unpartitioned
+    ("select date_add(date'2020-01-01', cast(id as int)) as day from range(300)",
+     upsert.KeyRules(["day"], "day")),
+], ids=["int", "string-within", "decimal-composite", "date"])
+def test_a_small_batchs_keys_checked_in_the_driver_agree_with_spark(spark, sql, rules):
+    df = spark.sql(sql)
+    found = upsert.keys_in_driver(df, rules, batch_bytes=0)
+    assert found is not None
+    assert found[1:] == upsert.validate_keys(df, rules)[1:]   # ranges, partitions, rows
+
+
+def test_the_driver_leaves_other_batches_keys_to_spark(spark, monkeypatch):
+    """Floats and timestamps compare otherwise in Python (NaN, -0.0; a local time that
+    repeats); a null or repeated key goes to Spark for its error; so do large batches."""
+    rules = upsert.KeyRules(["x"], None)
+    for sql in ("select cast(id as double) as x from range(10)",
+                "select timestamp'2025-01-01 00:00:00' + make_interval(0, 0, 0, 0, id) as x "
+                "from range(10)",
+                "select if(id = 3, null, id) as x from range(10)",
+                "select id % 5 as x from range(10)"):
+        assert upsert.keys_in_driver(spark.sql(sql), rules, batch_bytes=0) is None, sql
+    ten = spark.sql("select id as x from range(10)")
+    assert upsert.keys_in_driver(ten, rules, upsert.DRIVER_KEY_BYTES + 1) is None
+    monkeypatch.setattr(upsert, "DRIVER_KEY_ROWS", 9)
+    assert upsert.keys_in_driver(ten, rules, batch_bytes=0) is None
 
 
 def test_untouched_files_are_never_read(spark, schema, events):
