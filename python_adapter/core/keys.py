@@ -1,5 +1,6 @@
 """Per-file key statistics kept in the timeline (the min / max of the first unique_key
-column), so tagging can rule files out without opening them. Pure.
+column), so tagging can rule files out without opening them; and the key check of a small
+batch's collected keys (summarize_keys). Pure.
 
 A statistic is text: numbers 'n:<decimal>' (compared as numbers), others 's:<text>'
 (compared as text, which orders ISO dates and times as they order); '' is unknown.
