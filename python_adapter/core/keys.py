@@ -73,8 +73,7 @@ def summarize_keys(rows: Iterable[Sequence[Any]], shape: KeyRowShape) -> Optiona
     when a key is null or appears twice: the Spark check then names the error or dedupes.
     Only for types whose Python values compare and hash as Spark's do."""
     seen, parts = set(), {}
-    lo = hi = None
-    count = 0
+    overall = None
     for row in rows:
         if any(v is None for v in row[:shape.keys]):
             return None
@@ -82,14 +81,19 @@ def summarize_keys(rows: Iterable[Sequence[Any]], shape: KeyRowShape) -> Optiona
         if identity in seen:
             return None
         seen.add(identity)
-        count += 1
         first = row[0] if shape.orderable else None
-        if first is not None:
-            lo = first if lo is None or first < lo else lo
-            hi = first if hi is None or first > hi else hi
+        overall = _widen(overall, first)
         if shape.partitioned:
             part = tuple(row[shape.identity:])
-            plo, phi = parts.get(part, (first, first))
-            parts[part] = (first, first) if first is None else (min(plo, first), max(phi, first))
-    return KeySummary((lo, hi), parts, count)
+            parts[part] = _widen(parts.get(part), first)
+    return KeySummary(overall or (None, None), parts, len(seen))
+
+
+def _widen(bounds: Optional[Tuple[Any, Any]], value: Any) -> Tuple[Any, Any]:
+    """(min, max) with value taken in; (None, None) for a key without order (value None)."""
+    if value is None:
+        return bounds or (None, None)
+    if bounds is None:
+        return (value, value)
+    return (min(bounds[0], value), max(bounds[1], value))
 

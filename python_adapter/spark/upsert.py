@@ -98,8 +98,7 @@ def keys_in_driver(df: DataFrame, rules: KeyRules, batch_bytes: int) -> Optional
     orderable = isinstance(df.schema[rules.keys[0]].dataType, _ORDERABLE)
     found = summarize_keys(rows, KeyRowShape(len(rules.keys), len(identity), orderable,
                                              bool(rules.pcols)))
-    return None if found is None else KeysFound(df, found.key_range, found.partitions,
-                                                found.rows)
+    return None if found is None else KeysFound(df, *found)  # the same fields, in order
 
 
 def validate_keys(df: DataFrame, rules: KeyRules) -> KeysFound:
