@@ -96,4 +96,3 @@ def _widen(bounds: Optional[Tuple[Any, Any]], value: Any) -> Tuple[Any, Any]:
     if bounds is None:
         return (value, value)
     return (min(bounds[0], value), max(bounds[1], value))
-

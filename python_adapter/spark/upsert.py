@@ -191,10 +191,11 @@ def upsert_keys(cfg: SizedConfig, columns: Sequence[str]) -> Tuple[str, ...]:
 
 
 class KeyCheck:
-    """validate_keys of an upsert's new data, run in a background thread: its Spark job runs
-    while the driver lists the table and reads its timeline. result() returns what
-    validate_keys returns (without a key: the data as it is) or raises its error; wait()
-    waits for the job without raising, so the data is not unpersisted under it."""
+    """The key check of an upsert's new data (keys_in_driver for a small batch, else
+    validate_keys), run in a background thread: its Spark job runs while the driver lists
+    the table and reads its timeline. result() returns what validate_keys returns (without
+    a key: the data as it is) or raises its error; wait() waits for the job without
+    raising, so the data is not unpersisted under it."""
 
     def __init__(self, spark: SparkSession, df: DataFrame, cfg: SizedConfig,
                  pcols: Sequence[str], progress: Callable[[str], None]) -> None:
