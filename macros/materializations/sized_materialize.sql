@@ -8,6 +8,7 @@
   {#-- first: over thrift / http / odbc the model fails here, before any hook or SQL runs --#}
   {%- do adapter.sized_require_session(config.get('materialized') ~ ' model ' ~ this.schema ~ '.' ~ this.identifier) -%}
   {%- do sized_validate_contract_config() -%}
+  {%- do sized_require_batches(always_full) -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set full_refresh = always_full or should_full_refresh() or existing_relation is none -%}
@@ -48,4 +49,22 @@
             and config.get('sized', true) not in [false, 'false', 'False']
             and (file_format is none or (file_format | lower) == 'parquet')
             and adapter.sized_session_method()) }}
+{% endmacro %}
+
+
+{#-- dbt-core cuts a microbatch model into batches, and gives each its window
+     (`model.batch`), only when it is materialized='incremental'. Any other materialization
+     of such a model runs once with no window: its first build would write every row of
+     the source, whatever --event-time-start/--event-time-end say. So it is refused on every
+     run, the first too, before a hook or the engine writes anything. --#}
+{% macro sized_require_batches(always_full) %}
+  {%- set strategy = (config.get('incremental_strategy') or '') | string | lower -%}
+  {%- if not always_full and strategy == 'microbatch' and not model.batch -%}
+    {{ exceptions.raise_compiler_error(
+        "incremental_strategy: 'microbatch' on materialized='" ~ config.get('materialized')
+        ~ "' (model " ~ this.schema ~ "." ~ this.identifier ~ "): dbt makes batches only "
+        ~ "for materialized='incremental', so this run has no batch window. Use "
+        ~ "materialized='incremental' (on a sized_spark profile the sized engine writes "
+        ~ "its batches, with every sized config key); nothing was written") }}
+  {%- endif -%}
 {% endmacro %}

@@ -258,3 +258,33 @@ class TestMergeExcludeColumnsSizedSpark(mx.BaseMergeExcludeColumns):
     def models(self):
         return {"merge_exclude_columns.sql":
                 _sized_materialized(mx.models__merge_exclude_columns_sql)}
+
+
+# -- microbatch needs dbt's batches, which dbt makes only for materialized='incremental' ----
+from dbt.tests.adapter.incremental import test_incremental_microbatch as mb  # noqa: E402
+
+
+class TestMicrobatchOnSizedIncrementalIsRefused:
+    """The base microbatch model as sized_incremental: dbt gives it no batch, so every run
+    (the first build, a full refresh, a later run) fails before writing, naming the
+    materialization that batches. Before, the first build wrote every source row, days
+    outside --event-time-start/--event-time-end included."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"input_model.sql": mb._input_model_sql,
+                "microbatch_model.sql": replace_once(
+                    mb._microbatch_model_sql, INCREMENTAL, "materialized='sized_incremental'")}
+
+    def test_every_run_is_refused_before_anything_is_written(self, project):
+        run_dbt(["run", "--select", "input_model"])
+        window = ["--event-time-start", "2020-01-02", "--event-time-end", "2020-01-03"]
+        for extra in ([], ["--full-refresh"], []):
+            results = run_dbt(["run", "--select", "microbatch_model", *window, *extra],
+                              expect_pass=False)
+            [failed] = results.results
+            assert failed.status == RunStatus.Error
+            assert "materialized='incremental'" in failed.message
+            assert "'microbatch'" in failed.message and "nothing was written" in failed.message
+            tables = project.run_sql(f"show tables in {project.test_schema}", fetch="all")
+            assert sorted(r[1] for r in tables) == ["input_model"]
