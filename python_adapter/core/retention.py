@@ -41,21 +41,6 @@ def retained(done: Sequence[Done], retention: Retention, now_ms: int) -> Set[str
     return keep | {d.instant for d in ordered if d.completed_ms >= cutoff}
 
 
-def restorable(done: Sequence[Done]) -> List[str]:
-    """Ids of the instants the table can be brought back to, oldest first: those not
-    archived whose later instants all still keep the files they set aside (what the state
-    after it held and the table lost since) and none of which defined the table again (a
-    definition is not restored: its columns, partitioning or location changed)."""
-    out = []
-    for d in reversed(sorted(done, key=lambda x: x.instant)):
-        if d.archived:
-            break
-        out.append(d.instant)
-        if d.defines or not d.kept:
-            break  # what was before it needs what it set aside, or was another table's
-    return out[::-1]
-
-
 def archivable(done: Sequence[Done], retention: Retention, now_ms: int,
                batch: int = ARCHIVE_BATCH) -> List[str]:
     """Ids of the completed instants to fold into the archive now, oldest first: those past

@@ -86,14 +86,40 @@ def test_restore_refuses_instants_it_cannot_restore_and_names_those_it_can(spark
     fs, timeline = _timeline(spark, table)
     ids = [i.instant for i in timeline.completed()]
     before = rows_of(spark, schema, "rsbad")
-    for bad, why in [("20990101000000000", "is not an instant of it"),
-                     (ids[0], "past the table's retention")]:
+    for bad, why in [("20990101000000000", "it is not an instant of the table"),
+                     (ids[0], "files it held were deleted by the cleaner, past the table's "
+                              "retention \\(retain_commits=2, retain_hours=0\\)")]:
         # the state after ids[1] is at hand: what it held, the two kept commits set aside
         with pytest.raises(ConfigError, match=f"{why}.*can be restored to {ids[1]}, {ids[2]}, "
                                               f"{ids[3]}"):
             restore_table(spark, table, bad, **QUIET)
     assert rows_of(spark, schema, "rsbad") == before
     assert [i.instant for i in Timeline(fs, timeline.location).completed()] == ids
+
+
+def test_restore_decides_from_the_files_kept_not_from_the_archive(spark, schema):
+    """The adversarial pass's case: a restore sets the newer files aside; a clean keeping one
+    commit archives every instant before it. The archived instant's files are still kept,
+    in the restore's set-aside directory, so the table can be restored to it, as
+    sized_rollback of the restore would."""
+    table = TableRef(schema, "rsarch")
+    states = [_write(spark, table, range(0, 40), "v0")]
+    states.append(_write(spark, table, range(0, 40), "v1"))   # every file rewritten
+    fs, timeline = _timeline(spark, table)
+    first, second = [i.instant for i in timeline.completed()]
+    restore_table(spark, table, first, **QUIET)               # v1's files set aside
+    cleaned = clean_table(spark, table, {"retain_commits": 1, "retain_hours": 0}, **QUIET)
+    assert cleaned.archived == 2 and cleaned.set_aside_dirs >= 1
+
+    restore_table(spark, table, second, **QUIET)
+    assert rows_of(spark, schema, "rsarch") == states[1]
+    assert duckdb_rows(local_dir(timeline.location), ["id", "tag"]) == \
+        sorted(states[1], key=repr)
+    # and back to the archived first build: its files are now in that restore's directory
+    restore_table(spark, table, first, **QUIET)
+    assert rows_of(spark, schema, "rsarch") == states[0]
+    rollback_last_commit(spark, table, **QUIET)               # undo that restore: v1 again
+    assert rows_of(spark, schema, "rsarch") == states[1]
 
 
 @pytest.mark.parametrize("point", ["requested", "inflight", "publish:2", "published",

@@ -1,7 +1,6 @@
-"""Which set-aside files a table keeps, what it can be restored to, what is archived."""
-from dataclasses import replace
-
-from python_adapter.core.retention import Done, Retention, archivable, restorable, retained
+"""Which set-aside files a table keeps and what is archived (what a table can be restored to:
+tests/unit/table/test_restore_plan.py)."""
+from python_adapter.core.retention import Done, Retention, archivable, retained
 
 HOUR = 3_600_000
 NOW = 1_000 * HOUR
@@ -21,18 +20,6 @@ def test_instants_completed_within_the_hours_are_kept_beyond_the_count():
     done = _done(20)
     assert retained(done, Retention(commits=1, hours=5), NOW) == \
         {f"{i:03d}" for i in range(14, 20)}
-
-
-def test_restorable_back_to_the_first_instant_whose_set_aside_files_are_gone():
-    done = [replace(d, kept=int(d.instant) >= 17) for d in _done(20)]
-    assert restorable(done) == ["016", "017", "018", "019"]  # 16's state needs 17's files
-    assert restorable(_done(5)) == ["000", "001", "002", "003", "004"]
-
-
-def test_restorable_stops_at_a_new_definition_and_at_the_archive():
-    assert restorable(_done(20, defines={16})) == ["016", "017", "018", "019"]
-    done = [replace(d, archived=int(d.instant) < 12) for d in _done(20)]
-    assert restorable(done) == [f"{i:03d}" for i in range(12, 20)]
 
 
 def test_archival_waits_for_a_batch_of_instants_past_retention():
