@@ -9,6 +9,8 @@
   {%- do adapter.sized_require_session(config.get('materialized') ~ ' model ' ~ this.schema ~ '.' ~ this.identifier) -%}
   {%- do sized_validate_contract_config() -%}
   {%- do sized_require_batches(always_full) -%}
+  {%- do adapter.sized_check_config(model.config, config.get('materialized') ~ ' model '
+                                    ~ this.schema ~ '.' ~ this.identifier) -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set full_refresh = always_full or should_full_refresh() or existing_relation is none -%}

@@ -28,6 +28,8 @@
     {%- do exceptions.relation_wrong_type(target_relation, 'table') -%}
   {%- endif -%}
 
+  {%- do adapter.sized_check_config(model.config, 'snapshot ' ~ target_relation.schema ~ '.'
+                                    ~ target_relation.identifier, values=false) -%}
   {{ run_hooks(pre_hooks) }}
 
   {#-- an unknown strategy fails here, before anything is written --#}

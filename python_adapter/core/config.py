@@ -1,12 +1,15 @@
 """The model config contract of `sized_incremental`, validated before anything is written.
 
 Pure: takes the raw config dict dbt hands over, returns a frozen `SizedConfig`, or raises
-`ConfigError` naming the key and the bad value.
+`ConfigError` naming the key and the bad value. Every key is read through
+`config_keys.read`, so each is declared once, with its type, default and meaning, in
+`config_keys.MODEL_KEYS` (the source of the configuration reference).
 """
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
+from python_adapter.core.config_keys import read
 from python_adapter.core.retention import DEFAULT_RETAIN_COMMITS, DEFAULT_RETAIN_HOURS
 from python_adapter.core.sizes import parse_duration, parse_size
 from python_adapter.errors import ConfigError
@@ -143,8 +146,8 @@ def _predicates(raw):
     """incremental_predicates (or dbt-spark's `predicates`): SQL conditions on the table's
     rows, `DBT_INTERNAL_DEST.` prefixes dropped; the incoming rows (DBT_INTERNAL_SOURCE)
     cannot be named, there is no join condition to put them in."""
-    key = "incremental_predicates" if raw.get("incremental_predicates") else "predicates"
-    value = raw.get(key)
+    key = "incremental_predicates" if read(raw, "incremental_predicates") else "predicates"
+    value = read(raw, key)
     if value is None or value == [] or value == "":
         return ()
     items = [value] if isinstance(value, str) else value
@@ -161,7 +164,7 @@ def _predicates(raw):
 def _batch_window(raw):
     """(start, end) of a microbatch batch as dbt renders them ('2025-01-02 00:00:00+00:00'),
     None outside a batch."""
-    start, end = raw.get("event_time_start"), raw.get("event_time_end")
+    start, end = read(raw, "event_time_start"), read(raw, "event_time_end")
     if start is None and end is None:
         return None
     if not (isinstance(start, str) and isinstance(end, str) and start < end):
@@ -199,84 +202,84 @@ def _optional_name(key, value):
 def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
     """Validate the raw model config (a dict) into a SizedConfig."""
     raw = {k: v for k, v in dict(raw or {}).items()}
-    unique_key = _column_list("unique_key", raw.get("unique_key"))
+    unique_key = _column_list("unique_key", read(raw, "unique_key"))
     default_strategy = "upsert" if unique_key else "insert"
-    named = raw.get("incremental_strategy")
+    named = read(raw, "incremental_strategy")
     strategy = _choice("incremental_strategy", STRATEGY_ALIASES.get(
         named.lower() if isinstance(named, str) else named, named),
         (*STRATEGIES, *STRATEGY_ALIASES), default_strategy)
     if strategy == "upsert" and not unique_key:
         raise ConfigError(f"unique_key: incremental_strategy {named or 'upsert'!r} needs a "
                           f"unique_key, got none")
-    index_type = _choice("index_type", raw.get("index_type"), INDEX_TYPES, "range")
+    index_type = _choice("index_type", read(raw, "index_type"), INDEX_TYPES, "range")
     if index_type == "bloom" and not unique_key:
         raise ConfigError("index_type: 'bloom' filters files on the first unique_key column; "
                           "set unique_key, or leave index_type at 'range'")
-    event_time = _optional_name("event_time", raw.get("event_time"))
+    event_time = _optional_name("event_time", read(raw, "event_time"))
     if strategy == "microbatch" and not event_time:
         raise ConfigError("event_time: incremental_strategy 'microbatch' needs an event_time "
                           "column (and dbt's begin and batch_size), got none")
 
-    target = _size("target_file_size", raw.get("target_file_size"), parse_size(DEFAULT_TARGET))
+    target = _size("target_file_size", read(raw, "target_file_size"), parse_size(DEFAULT_TARGET))
     if target <= 0:
-        raise ConfigError(f"target_file_size: must be > 0, got {raw.get('target_file_size')!r}")
-    small = _size("small_file_limit", raw.get("small_file_limit"), int(target * SMALL_FILE_RATIO))
+        raise ConfigError(f"target_file_size: must be > 0, got {read(raw, 'target_file_size')!r}")
+    small = _size("small_file_limit", read(raw, "small_file_limit"), int(target * SMALL_FILE_RATIO))
     if small > target:
         raise ConfigError(
-            f"small_file_limit: {raw.get('small_file_limit')!r} is larger than "
-            f"target_file_size {raw.get('target_file_size', DEFAULT_TARGET)!r}; "
+            f"small_file_limit: {read(raw, 'small_file_limit')!r} is larger than "
+            f"target_file_size {read(raw, 'target_file_size') or DEFAULT_TARGET!r}; "
             f"files below small_file_limit are filled up to target_file_size"
         )
-    bytes_per_row = raw.get("bytes_per_row")
+    bytes_per_row = read(raw, "bytes_per_row")
     if bytes_per_row is not None:
         if isinstance(bytes_per_row, (int, float)) and not isinstance(bytes_per_row, bool):
             bytes_per_row = float(bytes_per_row)
         else:
             bytes_per_row = float(_size("bytes_per_row", bytes_per_row))
         if not bytes_per_row > 0:
-            raise ConfigError(f"bytes_per_row: must be > 0, got {raw.get('bytes_per_row')!r}")
+            raise ConfigError(f"bytes_per_row: must be > 0, got {read(raw, 'bytes_per_row')!r}")
 
-    file_format = _choice("file_format", raw.get("file_format"), FILE_FORMATS, "parquet")
-    cluster_every = _positive_int("cluster_every_n_commits", raw.get("cluster_every_n_commits"),
+    file_format = _choice("file_format", read(raw, "file_format"), FILE_FORMATS, "parquet")
+    cluster_every = _positive_int("cluster_every_n_commits", read(raw, "cluster_every_n_commits"),
                                   allow_zero=True) or 0
-    cluster_by = _column_list("cluster_by", raw.get("cluster_by"))
+    cluster_by = _column_list("cluster_by", read(raw, "cluster_by"))
     if cluster_every and not cluster_by:
         raise ConfigError("cluster_by: cluster_every_n_commits is set but cluster_by names no columns")
 
-    retain_commits, retain_hours = retention_values(raw.get("retain_commits"),
-                                                    raw.get("retain_hours"))
-    update_columns = _column_list("merge_update_columns", raw.get("merge_update_columns"))
-    exclude_columns = _column_list("merge_exclude_columns", raw.get("merge_exclude_columns"))
+    retain_commits, retain_hours = retention_values(read(raw, "retain_commits"),
+                                                    read(raw, "retain_hours"))
+    update_columns = _column_list("merge_update_columns", read(raw, "merge_update_columns"))
+    exclude_columns = _column_list("merge_exclude_columns", read(raw, "merge_exclude_columns"))
     if update_columns and exclude_columns:
         raise ConfigError(f"merge_update_columns: {list(update_columns)} given together with "
                           f"merge_exclude_columns {list(exclude_columns)}; give one of them")
     return SizedConfig(
-        partition_by=_column_list("partition_by", raw.get("partition_by")),
+        partition_by=_column_list("partition_by", read(raw, "partition_by")),
         unique_key=unique_key,
         incremental_strategy=strategy,
         target_file_size=target,
         small_file_limit=small,
-        insert_split_size=_positive_int("insert_split_size", raw.get("insert_split_size")),
-        file_count=_positive_int("file_count", raw.get("file_count")),
+        insert_split_size=_positive_int("insert_split_size", read(raw, "insert_split_size")),
+        file_count=_positive_int("file_count", read(raw, "file_count")),
         bytes_per_row=bytes_per_row,
-        distribution=_choice("distribution", raw.get("distribution"), DISTRIBUTIONS,
+        distribution=_choice("distribution", read(raw, "distribution"), DISTRIBUTIONS,
                              DEFAULT_DISTRIBUTION),
         cluster_by=cluster_by,
-        cluster_strategy=_choice("cluster_strategy", raw.get("cluster_strategy"),
+        cluster_strategy=_choice("cluster_strategy", read(raw, "cluster_strategy"),
                                  CLUSTER_STRATEGIES, "linear"),
         cluster_every_n_commits=cluster_every,
         compact_every_n_commits=_positive_int("compact_every_n_commits",
-                                              raw.get("compact_every_n_commits"),
+                                              read(raw, "compact_every_n_commits"),
                                               allow_zero=True) or 0,
-        delete_column=_optional_name("delete_column", raw.get("delete_column")),
-        precombine_column=_optional_name("precombine_column", raw.get("precombine_column")),
-        on_schema_change=_choice("on_schema_change", raw.get("on_schema_change"),
+        delete_column=_optional_name("delete_column", read(raw, "delete_column")),
+        precombine_column=_optional_name("precombine_column", read(raw, "precombine_column")),
+        on_schema_change=_choice("on_schema_change", read(raw, "on_schema_change"),
                                  ON_SCHEMA_CHANGE, "ignore"),
-        index_scope=_choice("index_scope", raw.get("index_scope"), INDEX_SCOPES, "global"),
+        index_scope=_choice("index_scope", read(raw, "index_scope"), INDEX_SCOPES, "global"),
         index_type=index_type,
         file_format=file_format,
-        lock_lease=_duration("lock_lease", raw.get("lock_lease"), DEFAULT_LOCK_LEASE, minimum=1),
-        lock_timeout=_duration("lock_timeout", raw.get("lock_timeout"), 0.0),
+        lock_lease=_duration("lock_lease", read(raw, "lock_lease"), DEFAULT_LOCK_LEASE, minimum=1),
+        lock_timeout=_duration("lock_timeout", read(raw, "lock_timeout"), 0.0),
         retain_commits=retain_commits,
         retain_hours=retain_hours,
         merge_update_columns=update_columns,
@@ -284,7 +287,7 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
         incremental_predicates=_predicates(raw),
         event_time=event_time,
         batch_window=_batch_window(raw),
-        not_null_columns=_column_list("not_null_columns", raw.get("not_null_columns")),
+        not_null_columns=_column_list("not_null_columns", read(raw, "not_null_columns")),
     )
 
 

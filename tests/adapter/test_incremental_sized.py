@@ -288,3 +288,32 @@ class TestMicrobatchOnSizedIncrementalIsRefused:
             assert "'microbatch'" in failed.message and "nothing was written" in failed.message
             tables = project.run_sql(f"show tables in {project.test_schema}", fetch="all")
             assert sorted(r[1] for r in tables) == ["input_model"]
+
+
+# -- a typo in a model's config fails the model, naming the key it looks like -------------
+_TYPO_MODEL = """
+{{ config(materialized='sized_incremental', unique_key='id', target_filesize='1MB') }}
+select 1 as id, 'a' as name
+"""
+_PACKAGE_KEYS_MODEL = """
+{{ config(materialized='sized_incremental', unique_key='id', target_file_size='1MB',
+          owner='data-team', elementary_timestamp_column='loaded_at', tags=['daily']) }}
+select 1 as id, 'a' as name
+"""
+
+
+class TestConfigKeyTypos:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"typo.sql": _TYPO_MODEL, "package_keys.sql": _PACKAGE_KEYS_MODEL}
+
+    def test_a_typo_fails_before_anything_is_written_and_other_keys_pass(self, project):
+        results = run_dbt(["run"], expect_pass=False)
+        status = {r.node.name: r for r in results.results}
+        assert status["package_keys"].status == RunStatus.Success
+        typo = status["typo"]
+        assert typo.status == RunStatus.Error
+        assert "target_filesize" in typo.message
+        assert "did you mean `target_file_size`?" in typo.message
+        tables = project.run_sql(f"show tables in {project.test_schema}", fetch="all")
+        assert sorted(r[1] for r in tables) == ["package_keys"]

@@ -5,6 +5,8 @@ Thin by design: each method turns dbt objects into plain values, hands them to
 errors (`python_adapter.errors.SizedError`) become DbtRuntimeError so the model fails with
 the engine's message; anything else is a bug and is raised as it is.
 """
+import dataclasses
+import functools
 from typing import Any, Dict, List, Optional
 
 import agate
@@ -39,6 +41,20 @@ def _engine_call(what, fn, *args, **kwargs):
         raise CompilationError(f"{what}: {exc}") from exc
     except SizedError as exc:
         raise DbtRuntimeError(f"{what}: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=1)
+def _dbt_config_keys() -> frozenset:
+    """The config keys dbt (models and snapshots) and dbt-spark declare, with their
+    aliases (`pre-hook`): a model's key among them is never taken for a typo of ours."""
+    from dbt.artifacts.resources import ModelConfig, SnapshotConfig
+    from dbt.adapters.spark.impl import SparkConfig
+
+    keys = set()
+    for config_class in (ModelConfig, SnapshotConfig, SparkConfig):
+        for f in dataclasses.fields(config_class):
+            keys.update({f.name, f.metadata.get("alias") or f.name})
+    return frozenset(keys)
 
 
 class SizedSparkAdapter(SparkAdapter):
@@ -83,6 +99,20 @@ class SizedSparkAdapter(SparkAdapter):
     def sized_session_method(self) -> bool:
         """Whether the profile's method is session (the sized engine can write)."""
         return bool(self.config.credentials.is_session)
+
+    @available
+    def sized_check_config(self, model_config: Dict[str, Any], what: str,
+                           values: bool = True) -> str:
+        """Fail on a key that looks like a typo of one of ours (naming the closest) and,
+        with `values`, on a bad value, before the model's hooks or the engine write
+        anything. A snapshot checks its keys only: the engine gets the snapshot's own
+        config (sized_snapshot_config), checked when it writes."""
+        error = api.unknown_key_error(model_config.keys(), _dbt_config_keys())
+        if error:
+            raise DbtRuntimeError(f"{what}: {error}")
+        if values:
+            _engine_call(what, api.parse_config, dict(model_config))
+        return ""
 
     @available
     def sized_write(self, relation, compiled_code: str, model_config: Dict[str, Any],

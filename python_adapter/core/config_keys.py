@@ -1,0 +1,174 @@
+"""Every model config key the adapter reads: its type, default and meaning, in one place.
+
+The source of truth for three things: `core/config.parse_config` reads a key only through
+`read` (a key missing here is a programming error the unit tests catch), the configuration
+reference in the docs is rendered from it (`reference_markdown`), and a model's unknown key
+is caught by `unknown_key_error`. Pure.
+"""
+import difflib
+from dataclasses import dataclass
+from typing import Any, Collection, Iterable, Mapping, Optional
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: str          # as the reference shows it
+    default: str       # as the reference shows it
+    doc: str
+    group: str = "writing"
+    dbt: bool = False      # dbt's or dbt-spark's own key, which the engine reads too
+    internal: bool = False  # set by the adapter's macros, never by a user
+
+
+_UPSERT_ONLY = "upsert: "
+MODEL_KEYS = (
+    # -- writing ------------------------------------------------------------------------
+    ConfigKey("partition_by", "column or list of columns", "none",
+              "Hive partition column(s)", dbt=True),
+    ConfigKey("unique_key", "column or list of columns", "none",
+              "column(s) identifying a row; needed by `upsert` (dbt's `merge`)", dbt=True),
+    ConfigKey("incremental_strategy", "`upsert`, `insert`, `insert_overwrite`, `microbatch`",
+              "`upsert` with a `unique_key`, else `insert`",
+              "how an incremental run writes; dbt's names work too: `append` (= `insert`), "
+              "`merge` and `delete+insert` (= `upsert`)", dbt=True),
+    ConfigKey("target_file_size", "size", "`'128MB'`",
+              "largest file to write: bytes, or `'128MB'`, `'1GiB'` (MB = 1000², "
+              "MiB = 1024²)"),
+    ConfigKey("small_file_limit", "size", "100/128 of the target",
+              "files below it are filled with inserts; `0` turns packing off"),
+    ConfigKey("insert_split_size", "whole number", "target / bytes per row",
+              "rows per new file"),
+    ConfigKey("file_count", "whole number", "none",
+              "static total file count; skips counting the rows of each partition"),
+    ConfigKey("bytes_per_row", "number or size", "measured",
+              "static estimate; skips learning it from earlier commits or a sample"),
+    ConfigKey("distribution", "`exact`, `range`, `hash`, `none`", "`exact`",
+              "how rows are routed to files: `exact` writes the ideal file count"),
+    ConfigKey("file_format", "`parquet`", "`parquet`",
+              "the engine writes Parquet; any other format goes to dbt-spark unchanged",
+              dbt=True),
+    ConfigKey("on_schema_change", "`ignore`, `fail`, `append_new_columns`, "
+              "`sync_all_columns`", "`ignore`",
+              "what an incremental run does when the model's columns differ from the "
+              "table's", dbt=True),
+    ConfigKey("not_null_columns", "column or list of columns", "none",
+              "column(s) that must not be null in the new rows; an enforced contract's "
+              "`not_null` constraints are added to them"),
+    ConfigKey("location_root", "path", "none",
+              "as in dbt-spark: an external table at `location_root/<alias>`", dbt=True),
+    ConfigKey("sized", "true or false", "`true`",
+              "`false` gives a model dbt-spark's own `incremental` / `table` unchanged"),
+    # -- upsert -------------------------------------------------------------------------
+    ConfigKey("delete_column", "column", "none",
+              _UPSERT_ONLY + "rows of the batch whose column is true are deleted",
+              group="upsert"),
+    ConfigKey("precombine_column", "column", "none",
+              _UPSERT_ONLY + "a key sent twice in one batch keeps the row with the largest "
+              "value; without it a repeated key fails the model", group="upsert"),
+    ConfigKey("index_scope", "`global`, `partition`", "`global`",
+              _UPSERT_ONLY + "where an incoming key's old row is looked for: every file "
+              "(a key may change partition), or the batch's partitions only", group="upsert"),
+    ConfigKey("index_type", "`range`, `bloom`", "`range`",
+              _UPSERT_ONLY + "how files are ruled out for a key: the key range each file's "
+              "record keeps, or also a Parquet Bloom filter of the first `unique_key` column",
+              group="upsert"),
+    ConfigKey("merge_update_columns", "list of columns", "none",
+              _UPSERT_ONLY + "a row whose key the table holds takes only these columns",
+              group="upsert", dbt=True),
+    ConfigKey("merge_exclude_columns", "list of columns", "none",
+              _UPSERT_ONLY + "a row whose key the table holds keeps the table's values of "
+              "these columns", group="upsert", dbt=True),
+    ConfigKey("incremental_predicates", "list of SQL conditions", "none",
+              _UPSERT_ONLY + "only table rows that hold them are matched by an incoming key",
+              group="upsert", dbt=True),
+    ConfigKey("predicates", "list of SQL conditions", "none",
+              "dbt-spark's name for `incremental_predicates`", group="upsert", dbt=True),
+    ConfigKey("event_time", "column", "none",
+              "microbatch: the column dbt cuts batches by (with dbt's `begin` and "
+              "`batch_size`)", group="upsert", dbt=True),
+    ConfigKey("event_time_start", "timestamp", "none",
+              "microbatch: the batch's start, set by the materialization", group="upsert",
+              internal=True),
+    ConfigKey("event_time_end", "timestamp", "none",
+              "microbatch: the batch's end, set by the materialization", group="upsert",
+              internal=True),
+    # -- clustering and compaction ------------------------------------------------------
+    ConfigKey("cluster_by", "column or list of columns", "none",
+              "columns to cluster by (post-hook, run-operation, inline)", group="clustering"),
+    ConfigKey("cluster_strategy", "`linear`, `zorder`, `hilbert`", "`linear`",
+              "sort, or a space-filling curve over the columns' ranks", group="clustering"),
+    ConfigKey("cluster_every_n_commits", "whole number", "`0`",
+              "inline clustering after every N-th commit; `0`: only when run explicitly",
+              group="clustering"),
+    ConfigKey("compact_every_n_commits", "whole number", "`0`",
+              "inline compaction after every N-th commit since the last clustering or "
+              "compaction; `0`: only when run explicitly", group="clustering"),
+    ConfigKey("cluster_small_file_limit", "size", "3 x `small_file_limit`",
+              "files below it are clustered (post-hook; run-operation argument)",
+              group="clustering"),
+    # -- commits: locking and retention -------------------------------------------------
+    ConfigKey("lock_lease", "duration", "`'5m'`",
+              "how long the writer lock lives without renewal (its holder renews it while "
+              "it works); durations: `'90s'`, `'5m'`, `'1h'`, or seconds", group="commits"),
+    ConfigKey("lock_timeout", "duration", "`'0s'`",
+              "how long a writer that finds the table locked waits before it fails naming "
+              "the holder", group="commits"),
+    ConfigKey("retain_commits", "whole number, at least 1", "`10`",
+              "the files a commit replaced are kept for this many commits, for "
+              "`sized_restore` and `sized_rollback`", group="commits"),
+    ConfigKey("retain_hours", "number of hours", "`24`",
+              "and at least this long; past both the cleaner deletes them", group="commits"),
+)
+KEYS = {k.name: k for k in MODEL_KEYS}
+GROUPS = (("writing", "Writing"), ("upsert", "Upsert and microbatch"),
+          ("clustering", "Clustering and compaction"), ("commits", "Locking and retention"))
+# How close a model's unknown key must be to one of ours to be taken for a typo of it
+# (difflib's ratio): `target_filesize` is 0.97 from `target_file_size`, `target_size` 0.81;
+# a key of another package is rarely that close to one of ours.
+TYPO_CUTOFF = 0.8
+
+
+def read(raw: Mapping[str, Any], name: str) -> Any:
+    """raw[name], None when unset; `name` must be a key of MODEL_KEYS."""
+    if name not in KEYS:
+        raise KeyError(f"config key {name!r} is read but not declared in MODEL_KEYS")
+    return raw.get(name)
+
+
+def unknown_key_error(keys: Iterable[str], known_elsewhere: Collection[str]) -> Optional[str]:
+    """The error for the first of a model's config keys that is neither ours nor known
+    elsewhere (dbt's, dbt-spark's) and close enough to one of ours to be a typo of it;
+    None when there is none. A key far from all of ours is left alone: another package
+    (or the user's own `meta`-like convention) may read it."""
+    ours = [k.name for k in MODEL_KEYS if not k.internal]
+    for key in sorted(keys):
+        if key in KEYS or key in known_elsewhere:
+            continue
+        close = difflib.get_close_matches(key.lower(), ours, n=1, cutoff=TYPO_CUTOFF)
+        if close:
+            return (f"{key}: not a config key of the sized_spark adapter, dbt or dbt-spark; "
+                    f"did you mean `{close[0]}`? Nothing was written")
+    return None
+
+
+def reference_markdown() -> str:
+    """The model configuration reference of the docs, one table per group."""
+    lines = ["# Model configuration", "",
+             "Every key a model using the sized engine can set, generated from "
+             "`python_adapter/core/config_keys.py`. Keys marked *dbt* are dbt's or "
+             "dbt-spark's own, with the same meaning. Every value is checked before anything "
+             "is written; a key that looks like a typo of one of these fails the model, "
+             "naming the closest one.", ""]
+    for group, title in GROUPS:
+        lines += [f"## {title}", "", "| key | type | default | meaning |", "|---|---|---|---|"]
+        for k in MODEL_KEYS:
+            if k.group == group and not k.internal:
+                name = f"`{k.name}`" + (" (*dbt*)" if k.dbt else "")
+                lines.append(f"| {name} | {k.type} | {k.default} | {k.doc} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m python_adapter.core.config_keys > docs/reference/configuration.md
+    print(reference_markdown())
