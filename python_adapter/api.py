@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 
 from python_adapter.core.config import STRATEGIES, SizedConfig, parse_config
 from python_adapter.core.config_keys import unknown_key_error
+from python_adapter.core.notice import Notice
 from python_adapter.core.layout import (LAYOUT_COLUMNS, Layout, file_columns, file_rows,
                                         layout_limits_text, layout_problems, layout_rows)
 from python_adapter.errors import UnreadableFileError
@@ -33,7 +34,7 @@ from python_adapter.spark.session_conf import own_session
 from python_adapter.spark.table_files import unreadable_file
 from python_adapter.spark.writer import write_dataframe
 
-__all__ = ["TableRef", "SizedConfig", "parse_config", "unknown_key_error", "write_model", "write_dataframe",
+__all__ = ["TableRef", "SizedConfig", "parse_config", "unknown_key_error", "Notice", "write_model", "write_dataframe",
            "layout", "layout_rows", "layout_limits_text", "file_rows", "file_columns", "layout_problems",
            "LAYOUT_COLUMNS", "timeline", "TIMELINE_COLUMNS", "rollback", "restore", "clean",
            "CleanResult", "recover", "repair", "unlock",

@@ -28,9 +28,8 @@
   {%- set result = adapter.sized_write(target_relation, contracted['sql'], write_config,
                                        full_refresh) -%}
 
-  {%- call noop_statement('main', result['message'], 'OK', result['rows_changed']) -%}
-    -- {{ result['message'] }}
-  {%- endcall -%}
+  {#-- dbt's status line and run_results.json's adapter_response: the write's figures --#}
+  {%- do store_result('main', response=result['response']) -%}
 
   {% set should_revoke = should_revoke(existing_relation, full_refresh_mode=full_refresh) %}
   {% do apply_grants(target_relation, grant_config, should_revoke) %}

@@ -51,9 +51,8 @@
                                        sized_snapshot_config(columns),
                                        not target_relation_exists, 'snapshot') -%}
 
-  {%- call noop_statement('main', result['message'], 'OK', result['rows_changed']) -%}
-    -- {{ result['message'] }}
-  {%- endcall -%}
+  {#-- dbt's status line and run_results.json's adapter_response: the write's figures --#}
+  {%- do store_result('main', response=result['response']) -%}
 
   {% set should_revoke = should_revoke(target_relation_exists, full_refresh_mode=False) %}
   {% do apply_grants(target_relation, grant_config, should_revoke=should_revoke) %}

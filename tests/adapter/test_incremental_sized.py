@@ -317,3 +317,35 @@ class TestConfigKeyTypos:
         assert "did you mean `target_file_size`?" in typo.message
         tables = project.run_sql(f"show tables in {project.test_schema}", fetch="all")
         assert sorted(r[1] for r in tables) == ["package_keys"]
+
+
+# -- dbt's log style: a short status, and the write's figures in run_results.json ---------
+_FIGURES_MODEL = """
+{{ config(materialized='sized_incremental', unique_key='id', partition_by=['part'],
+          target_file_size='1MB') }}
+select id, cast(id % 3 as int) as part, '{{ var("tag", "v1") }}' as tag
+from range({{ var("rows", 30) }})
+"""
+
+
+class TestRunResultsCarryTheWritesFigures:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"figures.sql": _FIGURES_MODEL}
+
+    def test_status_and_adapter_response(self, project):
+        [built] = run_dbt(["run"]).results
+        assert built.message == "30 rows, 3 files in 3 partitions"
+        response = built.adapter_response
+        assert (response["rows_inserted"], response["rows_updated"], response["rows_deleted"],
+                response["files_written"], response["files_in_table"],
+                response["partitions"]) == (30, 0, 0, 3, 3, 3)
+        assert response["bytes_written"] > 0 and response["rows_affected"] == 30
+        # every key again with a new tag, and 10 new keys: each partition's file rewritten
+        # with its updates and its new rows
+        [upserted] = run_dbt(["run", "--vars", "{tag: v2, rows: 40}"]).results
+        assert upserted.message == "10 new, 30 updated, 3 files in 3 partitions"
+        response = upserted.adapter_response
+        assert (response["rows_inserted"], response["rows_updated"], response["files_written"],
+                response["files_replaced"], response["files_in_table"]) == (10, 30, 3, 3, 3)
+        assert len(upserted.message) <= 60

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional
 
 import agate
 from dbt.adapters.base import available
+from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.contracts.constraints import ConstraintType
@@ -41,6 +42,62 @@ def _engine_call(what, fn, *args, **kwargs):
         raise CompilationError(f"{what}: {exc}") from exc
     except SizedError as exc:
         raise DbtRuntimeError(f"{what}: {exc}") from exc
+
+
+def _engine_log(message: str) -> None:
+    """The engine's notices at dbt's default level, its phase lines at debug (`dbt --debug`,
+    logs/dbt.log)."""
+    (logger.info if isinstance(message, api.Notice) else logger.debug)(message)
+
+
+@dataclasses.dataclass
+class SizedAdapterResponse(AdapterResponse):
+    """A sized write's figures, as fields of run_results.json's `adapter_response` (as
+    dbt-bigquery's carry bytes processed); its message is dbt's short status."""
+    rows_inserted: int = 0
+    rows_updated: int = 0
+    rows_deleted: int = 0
+    files_written: int = 0
+    files_replaced: int = 0
+    files_in_table: int = 0
+    bytes_written: int = 0
+    partitions: int = 0
+    instant: str = ""
+
+
+# dbt prints the status inside its result line, which wraps past ~80 characters
+_STATUS_WIDTH = 60
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def _status(result: Dict[str, Any]) -> str:
+    """`12,345 rows, 38 files in 4 partitions`; `1,000 new, 1,000 updated, 13 files`: the
+    rows a write changed and the files it wrote, short enough for dbt's result line."""
+    changes = result["changes"]
+    if changes["updated"] or changes["deleted"]:
+        rows = ", ".join(f"{n:,} {what}" for n, what in
+                         ((changes["inserted"], "new"), (changes["updated"], "updated"),
+                          (changes["deleted"], "deleted")) if n)
+    else:
+        rows = _plural(changes["inserted"], "row")
+    text = f"{rows}, {_plural(result['files_written'], 'file')}"
+    where = f" in {_plural(result['partitions'], 'partition')}" if result["partitions"] else ""
+    return text + where if len(text + where) <= _STATUS_WIDTH else text
+
+
+def _response(result: Dict[str, Any]) -> SizedAdapterResponse:
+    changes = result["changes"]
+    return SizedAdapterResponse(
+        _message=_status(result), code="OK", rows_affected=result["rows_changed"],
+        rows_inserted=changes["inserted"], rows_updated=changes["updated"],
+        rows_deleted=changes["deleted"], files_written=result["files_written"],
+        files_replaced=result["files_removed"],
+        files_in_table=result["files_before"] - result["files_removed"] + result["files_written"],
+        bytes_written=result["bytes"], partitions=result["partitions"],
+        instant=result["instant"])
 
 
 @functools.lru_cache(maxsize=1)
@@ -123,10 +180,10 @@ class SizedSparkAdapter(SparkAdapter):
         cfg = _engine_call(name, api.parse_config, dict(model_config))
         spark = self.connections.spark_session()
         result = _engine_call(name, api.write_model, spark, self._table_ref(relation, model_config),
-                              compiled_code, cfg, full_refresh=full_refresh, log=logger.info)
+                              compiled_code, cfg, full_refresh=full_refresh, log=_engine_log)
         # Our writes bypass dbt's SQL path: forget cached relation metadata for this table.
         self.cache_added(relation.incorporate(type="table"))
-        return result.as_dict()
+        return {**result.as_dict(), "response": _response(result.as_dict())}
 
     @available
     def sized_not_null_columns(self, model_columns: Dict[str, Dict[str, Any]],
@@ -176,7 +233,7 @@ class SizedSparkAdapter(SparkAdapter):
         """Schedule a clustering plan (when cluster_by is given) and execute pending plans."""
         spark = self.connections.spark_session("sized_cluster")
         result = _engine_call("sized_cluster", api.cluster, spark, self._table_ref(relation),
-                              cluster_by, strategy, bool(schedule_only), options, log=logger.info)
+                              cluster_by, strategy, bool(schedule_only), options, log=_engine_log)
         return result.message
 
     @available
@@ -187,7 +244,7 @@ class SizedSparkAdapter(SparkAdapter):
         by `where`, bounds, partial progress)."""
         spark = self.connections.spark_session("sized_compact")
         result = _engine_call("sized_compact", api.compact, spark, self._table_ref(relation),
-                              options, partitions, bool(schedule_only), log=logger.info)
+                              options, partitions, bool(schedule_only), log=_engine_log)
         return result.message
 
     @available
@@ -214,7 +271,7 @@ class SizedSparkAdapter(SparkAdapter):
         """Restore the table to its state before its last completed commit."""
         spark = self.connections.spark_session("sized_rollback")
         ref = self._table_ref(relation)
-        return _engine_call("sized_rollback", api.rollback, spark, ref, log=logger.info)
+        return _engine_call("sized_rollback", api.rollback, spark, ref, log=_engine_log)
 
     @available
     def sized_restore(self, relation, instant: str) -> str:
@@ -222,7 +279,7 @@ class SizedSparkAdapter(SparkAdapter):
         own instant."""
         spark = self.connections.spark_session("sized_restore")
         return _engine_call("sized_restore", api.restore, spark, self._table_ref(relation),
-                            str(instant), log=logger.info)
+                            str(instant), log=_engine_log)
 
     @available
     def sized_clean(self, relation, options: Optional[Dict[str, Any]] = None) -> str:
@@ -230,14 +287,14 @@ class SizedSparkAdapter(SparkAdapter):
         returns what it did."""
         spark = self.connections.spark_session("sized_clean")
         return _engine_call("sized_clean", api.clean, spark, self._table_ref(relation),
-                            options, log=logger.info).message
+                            options, log=_engine_log).message
 
     @available
     def sized_recover(self, relation) -> int:
         """Roll back unfinished instants of a crashed write now; returns how many."""
         spark = self.connections.spark_session("sized_recover")
         rolled = _engine_call("sized_recover", api.recover, spark, self._table_ref(relation),
-                              log=logger.info)
+                              log=_engine_log)
         return len(rolled)
 
     @available
@@ -246,7 +303,7 @@ class SizedSparkAdapter(SparkAdapter):
         commits (a new instant listing the rows lost); returns what it did."""
         spark = self.connections.spark_session("sized_repair")
         return _engine_call("sized_repair", api.repair, spark, self._table_ref(relation),
-                            log=logger.info).message
+                            log=_engine_log).message
 
     @available
     def sized_unlock(self, relation, force: bool = False) -> str:
@@ -260,4 +317,4 @@ class SizedSparkAdapter(SparkAdapter):
         """Write a self-contained HTML report of the table to `path`; returns the path."""
         spark = self.connections.spark_session("sized_report")
         return _engine_call("sized_report", api.report, spark, self._table_ref(relation), path,
-                            log=logger.info)
+                            log=_engine_log)
