@@ -9,7 +9,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from typing import Callable, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
@@ -55,6 +55,16 @@ class HadoopFS:
     def exists(self, path: str) -> bool:
         jpath = self._path(path)
         return bool(self._fs(jpath).exists(jpath))
+
+    def existing(self, paths: Iterable[str]) -> Set[str]:
+        """Those of `paths` that exist, from one listing of each of their parent directories
+        instead of a call per path (a rollback decides its moves from two paths a file:
+        through py4j that was ~1 ms each, seconds for a few hundred files)."""
+        found = set()
+        for parent, named in by_parent(paths).items():
+            listed = {st.name for st in self.list_dir(parent)}
+            found.update(path for name, path in named if name in listed)
+        return found
 
     def mkdirs(self, path: str) -> None:
         jpath = self._path(path)
@@ -275,6 +285,15 @@ def local_path(path: str) -> Optional[str]:
     if path.startswith("file:/") and not path.startswith("file://"):
         return path[len("file:"):]
     return None
+
+
+def by_parent(paths: Iterable[str]) -> Dict[str, List[Tuple[str, str]]]:
+    """{parent directory: [(name, path)]} of paths, each path split at its last `/`."""
+    out: Dict[str, List[Tuple[str, str]]] = {}
+    for path in paths:
+        parent, _, name = path.rstrip("/").rpartition("/")
+        out.setdefault(parent, []).append((name, path))
+    return out
 
 
 def _list_local_dir(local: str) -> Optional[List[FileStatus]]:

@@ -8,6 +8,7 @@ from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from python_adapter.core.notice import Notice
 from python_adapter.core.partitions import parse_partition_path
 from python_adapter.errors import WriteError
 from python_adapter.spark.scala_records import case_copy
@@ -318,9 +319,13 @@ def set_data_columns(spark: SparkSession, table: TableRef,
 
 def registered_partitions(spark: SparkSession, table: TableRef) -> Set[str]:
     """The partitions the metastore holds for a partitioned table, by name: the directory
-    names Spark's writer gives them (Hive escapes partition names the same way). One call,
-    where asking about each partition costs the metastore one lookup per partition."""
-    return {r[0] for r in spark.sql(f"SHOW PARTITIONS {table.quoted}").collect()}
+    names Spark's writer gives them (Hive escapes partition names the same way). One call
+    for their names, where asking about each partition costs the metastore one lookup per
+    partition: the external catalog's, which SHOW PARTITIONS makes after parsing and
+    planning a statement."""
+    db, name = _catalog_names(spark, table)
+    return set(_seq_strings(spark._jsparkSession.sharedState().externalCatalog()
+                            .listPartitionNames(db, name, spark._jvm.scala.Option.empty())))
 
 
 def partition_spec(rel_dir: str) -> Optional[str]:
@@ -350,4 +355,4 @@ def restore_definitions(spark: SparkSession, table: TableRef, rolled_back: Seque
                           managed=inst.extra.get(PREVIOUS_TYPE) == "MANAGED")
             log(f"restored the definition of {table.quoted} from before {inst.instant}")
         else:
-            log(f"dropped {table.quoted}, created by the unfinished {inst.instant}")
+            log(Notice(f"dropped {table.quoted}, created by the unfinished {inst.instant}"))

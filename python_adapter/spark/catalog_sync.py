@@ -24,9 +24,8 @@ def sync_changed_partitions(spark: SparkSession, fs: HadoopFS, location: str, ta
     and only get their new statistics."""
     new, changed, gone = {}, {}, []
     for part in sorted(p for p in change.changed if p):
-        spec = partition_spec(part)
         path = f"{location.rstrip('/')}/{part}"
-        if spec is None:
+        if partition_spec(part) is None:  # the null partition
             return _sync_all(spark, location, table, change)
         stats = change.partition_stats.get(part, FileStats(0, 0, 0))
         if part in change.current:
@@ -34,12 +33,11 @@ def sync_changed_partitions(spark: SparkSession, fs: HadoopFS, location: str, ta
         if stats.files or fs.exists(path):  # a directory left without data files stays
             (changed if part in change.registered else new)[part] = (path, stats)
         else:
-            gone.append(spec)
+            gone.append(part)
     partitions = MetastorePartitions(spark, table)
     partitions.register(new)
     partitions.alter(changed)
-    if gone:
-        spark.sql(f"ALTER TABLE {table.quoted} DROP IF EXISTS {', '.join(gone)}")
+    partitions.drop(gone)
     if not change.table_current:
         write_table_stats(spark, table, change.table_stats)
     forget_cached_relation(spark, table)

@@ -1,6 +1,7 @@
 """sized_clean: the cleaner run on demand (it also runs after every commit, where it only
-looks at the set-aside files): set-aside files past retention, old instants into the
-archive, and leftovers in the table's tree.
+looks at the set-aside files and locks): set-aside files past retention, locks set aside
+as stale past their grace (an hour: table/lock.py), old instants into the archive, and
+leftovers in the table's tree.
 
 Leftovers are hidden entries no reader takes for data (`_temporary/`, `_SUCCESS`,
 `_committed_*`, `.spark-staging-*` of another engine's crashed write) older than a grace
@@ -36,18 +37,23 @@ class CleanResult:
     leftovers: int          # hidden leftovers deleted from the table's tree
     unrecorded: int         # visible files no commit records (kept)
     retention: Retention
+    stale_locks: int = 0    # locks set aside as stale, past their grace, deleted
 
     @property
     def message(self) -> str:
         text = (f"cleaned {self.table}: set-aside files of {self.set_aside_dirs} instants "
                 f"deleted, {self.archived} instants archived, {self.leftovers} leftovers "
-                f"removed (retention: {self.retention.commits} commits, "
+                f"removed{self._locks} (retention: {self.retention.commits} commits, "
                 f"{self.retention.hours:g} hours)")
         if self.unrecorded:
             text += (f"; {format_count(self.unrecorded)} data files in the table's directory "
                      f"are recorded by no commit and were kept (readers see their rows): "
                      f"sized_repair records them")
         return text
+
+    @property
+    def _locks(self) -> str:
+        return f", {self.stale_locks} stale lock files deleted" if self.stale_locks else ""
 
 
 def clean_table(spark: SparkSession, table: TableRef,
@@ -69,7 +75,7 @@ def clean_table(spark: SparkSession, table: TableRef,
         unrecorded = sum(1 for f in fs.list_files(proto.location)
                          if f.path[len(proto.location):].lstrip("/") not in index)
     result = CleanResult(name, cleaned.set_aside_dirs, cleaned.archived, leftovers,
-                         unrecorded, retention)
+                         unrecorded, retention, cleaned.stale_locks)
     log(result.message)
     return result
 

@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from python_adapter.core.notice import Notice
 from python_adapter.core.clustering import grid_cells, plan_groups
 from python_adapter.core.compaction import (SPLIT_RATIO, pack_outputs, partition_filter,
                                             plan_compaction)
@@ -181,6 +182,7 @@ def _run_service(spark, table, service, schedule, schedule_only, log, batch=None
     start = time.monotonic()
     with locked_table(spark, table, service, log=log) as (info, fs, proto):
         locked = _Locked(spark, table, info, fs, proto, log)
+        earlier = {p.instant for p in scheduled_plans(proto.timeline)}
         scheduled = schedule(locked) if schedule else 0
         plans = [] if schedule_only else scheduled_plans(proto.timeline)
     result = ClusterResult(scheduled, 0, 0, 0, 0, 0, 0.0, service=service)
@@ -189,6 +191,9 @@ def _run_service(spark, table, service, schedule, schedule_only, log, batch=None
         service_lock.acquire(service)
         try:
             for plan in plans:
+                if plan.instant in earlier:  # scheduled by an earlier run, killed or not
+                    log(Notice(f"{service}: resuming the pending plan of {plan.instant} "
+                               f"({plan.operation}, {_group_count(plan)} groups)"))
                 _execute(locked, plan, result, batch)
         except Exception:  # not a crash: a crashed run keeps its lock, as a dead process does
             service_lock.release()
@@ -224,7 +229,7 @@ def _schedule(locked, cluster_by, strategy, overrides) -> int:
     groups = plan_groups(_files_by_partition(current), options,
                          excluded=pending_plan_files(locked.proto.timeline))
     if not groups:
-        locked.log("clustering plan: no file below the clustering small-file limit")
+        _log_no_groups(locked, "clustering", "no file below the clustering small-file limit")
         return 0
     extra = {"strategy": options.strategy, "cluster_by": ",".join(options.cluster_by),
              "target_file_size": options.target_file_size}
@@ -248,9 +253,10 @@ def _schedule_compaction(locked, overrides, scope) -> int:
         f" (of {len(chosen)} of the {len(every)} partitions in scope)"
     groups = plan_compaction(by_part, options, excluded=pending_plan_files(locked.proto.timeline))
     if not groups:
-        locked.log(f"compaction plan: nothing to compact{in_scope} (no partition holds two "
-                   f"files below {format_size(options.small_file_limit, options.target_file_size)}"
-                   f" or a file above {SPLIT_RATIO} x target)")
+        _log_no_groups(locked, "compaction", (
+            f"nothing to compact{in_scope} (no partition holds two files below "
+            f"{format_size(options.small_file_limit, options.target_file_size)} or a file "
+            f"above {SPLIT_RATIO} x target)"))
         return 0
     extra = {"strategy": "none", "cluster_by": "", "target_file_size": options.target_file_size}
     if options.partial_progress_groups:  # the plan keeps it, whoever executes it
@@ -262,6 +268,18 @@ def _schedule_compaction(locked, overrides, scope) -> int:
                f"({format_size(sum(g.bytes for g in groups), options.target_file_size)}) -> "
                f"{sum(g.output_files for g in groups)} files")
     return len(groups)
+
+
+def _log_no_groups(locked, service, why) -> None:
+    """A scheduler found no group: `why`, unless plans of earlier runs are pending. Their
+    files are left out of new plans, and the run goes on to execute them (saying so), so
+    "nothing to do" would be false."""
+    waiting = [p.instant for p in scheduled_plans(locked.proto.timeline)]
+    if waiting:
+        locked.log(f"{service} plan: no new groups beside the pending plan of "
+                   f"{', '.join(waiting)}")
+    else:
+        locked.log(f"{service} plan: {why}")
 
 
 def _last_write(proto) -> Mapping[str, str]:

@@ -10,7 +10,7 @@ files) and keeps numRows. The table's statistics are Hive's table parameters, wh
 reads too; those an ANALYZE TABLE left in Spark's own keys would outrank them, so they go.
 """
 import re
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
 from pyspark.sql import SparkSession
 
@@ -46,7 +46,11 @@ class MetastorePartitions:
         self._storage = None
 
     def register(self, parts: PartitionStats) -> None:
-        """Create the partitions; any the metastore has already are altered instead."""
+        """Create the partitions; any the metastore has already are altered instead. Callers
+        pass the partitions they know to be new (a commit: those that held no file before
+        it; a rollback or a restore: those that hold none now), so the create is tried
+        first, without a listing: creating one that exists fails inside Hive's metastore,
+        which logs the failure as an ERROR with its stack trace before the fallback."""
         if not parts:
             return
         try:
@@ -62,6 +66,20 @@ class MetastorePartitions:
         if parts:
             self.catalog.alterPartitions(self.table.schema, self.table.identifier,
                                          self._records(parts))
+
+    def drop(self, parts: Iterable[str]) -> None:
+        """Drop partitions (directories relative to the table) the commit emptied, their
+        data left alone: the commit removed their directories already, and Hive deleting a
+        managed table's partition directory that is gone logs an ERROR (FileUtils: "Failed
+        to delete")."""
+        parts = list(parts)
+        if parts:
+            parse = self.jvm.org.apache.spark.sql.execution.datasources.PartitioningUtils \
+                .parsePathFragment
+            specs = self.jvm.org.apache.spark.api.python.PythonUtils.toSeq(
+                [parse(p) for p in parts])
+            self.catalog.dropPartitions(self.table.schema, self.table.identifier, specs,
+                                        True, False, True)  # if exists, no purge, keep data
 
     def _create(self, parts: PartitionStats, if_not_exists: bool) -> None:
         if parts:

@@ -51,6 +51,8 @@ def restore_table(spark: SparkSession, table: TableRef, instant: str,
         catalog = SparkCatalog(spark, fs, table, proto.location, log)
         with Transaction(proto, catalog, "restore", info.partition_columns,
                          extra={RESTORED_TO: instant}) as txn:
+            # a partition that holds files now is registered: only the others are created
+            txn.registered = {f.partition for f in current.values()}
             txn.add(list(plan.back))
             txn.remove(list(plan.gone))
     log(f"restored {name} to {instant} as {txn.done.instant}: {len(plan.back)} files back, "

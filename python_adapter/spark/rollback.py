@@ -67,6 +67,8 @@ def rollback_last_commit(spark: SparkSession, table: TableRef,
             current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
                                                         check=f"{table.schema}.{table.identifier}")}
             removed = [current[f.path] for f in last.added if f.path in current]
+            # a partition that holds files now is registered: only the others are created
+            txn.registered = {f.partition for f in current.values()}
             txn.add(restore)
             txn.remove(removed)
     log(f"rolled back {last.operation} {last.instant}: restored {len(restore)} files, "

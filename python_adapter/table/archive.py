@@ -1,6 +1,7 @@
 """The table's past, kept bounded (docs/design.md, "Retention and archival"): the cleaner
-deletes set-aside files past retention, and archival folds old completed instants into
-the archive, so a write reads the checkpoint and a bounded number of instant files.
+deletes set-aside files past retention (and stale locks set aside, past their grace), and
+archival folds old completed instants into the archive, so a write reads the checkpoint
+and a bounded number of instant files.
 
 Both run after a commit under the writer lock (CommitProtocol.cleanup), and as
 `sized_clean`. Each step is safe to interrupt: an archival writes its history file, then
@@ -16,6 +17,7 @@ from python_adapter.core.retention import (ARCHIVE_BATCH, Done, Retention, archi
                                            retained)
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.faults import fault_point
+from python_adapter.table.lock import prune_set_aside
 from python_adapter.table.timeline import (ARCHIVED, DEFINES_TABLE, Checkpoint, Instant,
                                            Timeline, archive_file, archive_name,
                                            encode_checkpoint, encode_many, files_removed,
@@ -30,6 +32,7 @@ class Cleaned:
     """What one cleaning did."""
     set_aside_dirs: int = 0     # instants whose set-aside files were deleted
     archived: int = 0           # instants folded into the archive
+    stale_locks: int = 0        # locks set aside as stale, past their grace, deleted
 
 
 def table_retention(timeline: Timeline) -> Retention:
@@ -60,8 +63,8 @@ def clean(fs: HadoopFS, timeline: Timeline, replaced_dir: str,
           retention: Optional[Retention] = None, now_ms: Optional[int] = None,
           batch: Optional[int] = None) -> Cleaned:
     """Delete the set-aside files of instants past retention (and of instants the timeline
-    does not know), then archive the instants past retention once `batch` (default
-    ARCHIVE_BATCH) are due."""
+    does not know) and the locks set aside as stale past their grace (table/lock.py), then
+    archive the instants past retention once `batch` (default ARCHIVE_BATCH) are due."""
     retention = retention or table_retention(timeline)
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     instants = timeline.instants()
@@ -73,6 +76,7 @@ def clean(fs: HadoopFS, timeline: Timeline, replaced_dir: str,
             fs.delete(st.path)
             result.set_aside_dirs += 1
             fault_point("cleaned")
+    result.stale_locks = prune_set_aside(fs, timeline.meta_dir, now_ms)
     result.archived = archive(fs, timeline, retention, now_ms, batch or ARCHIVE_BATCH)
     return result
 

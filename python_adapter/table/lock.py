@@ -25,11 +25,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable, Optional
 
+from python_adapter.core.notice import Notice
 from python_adapter.core.sizes import format_duration
 from python_adapter.errors import LockError, LockLostError
 from python_adapter.io.fs import HadoopFS
 
 _HELD = {}  # lock path -> token, for the locks this process holds right now
+# A stale lock is set aside as `<lock name>.stale.<its token>` (lock, cluster.lock).
+STALE_MARK = ".stale."
+# How long a lock set aside stays before the cleaner deletes it: a writer that judged the
+# same lock stale holds its look at it for seconds, and renames it to that name only while
+# the name is free; once deleted, such a rename would catch the new holder's lock (given
+# back, but its holder may find it lost meanwhile). An hour is far past any such look.
+SET_ASIDE_GRACE_MS = 3600_000
 
 
 @dataclass(frozen=True)
@@ -194,8 +202,8 @@ class WriterLock:
                     f"--args '{{relation: <schema.table>, force: true}}' (or delete the lock "
                     f"file); the next write rolls back its unfinished work")
             if not waited:
-                self.log(f"waiting up to {format_duration(options.timeout)} for the writer lock "
-                         f"({describe_holder(current, self.path)})")
+                self.log(Notice(f"waiting up to {format_duration(options.timeout)} for the "
+                                f"writer lock ({describe_holder(current, self.path)})"))
                 waited = True
             time.sleep(min(options.poll, max(0.0, deadline - time.monotonic())))
 
@@ -205,7 +213,6 @@ class WriterLock:
         for attempt in range(4):
             try:
                 self.fs.write_bytes(self.path, json.dumps(holder).encode(), overwrite=False)
-                self._prune_set_aside()
                 return None
             except Exception:  # the Hadoop FS raises FileAlreadyExistsException via py4j
                 if not self.fs.exists(self.path):
@@ -217,8 +224,8 @@ class WriterLock:
                 if why is None:
                     return current
                 if self._set_aside(current):
-                    self.log(f"recovering stale writer lock of pid {current.get('pid')} on "
-                             f"{current.get('host')} ({why})")
+                    self.log(Notice(f"recovering stale writer lock of pid "
+                                    f"{current.get('pid')} on {current.get('host')} ({why})"))
         return self.read() or {"host": "?", "pid": "?", "operation": "?"}
 
     def _set_aside(self, stale: dict) -> bool:
@@ -228,7 +235,7 @@ class WriterLock:
         another writer came first (its lock, if the rename caught it, is put back)."""
         tag = stale.get("token") or hashlib.sha1(json.dumps(stale, sort_keys=True)
                                                  .encode()).hexdigest()
-        aside = f"{self.path}.stale.{tag}"
+        aside = f"{self.path}{STALE_MARK}{tag}"
         try:
             self.fs.rename(self.path, aside)
         except Exception:  # gone, or already set aside by another writer
@@ -239,16 +246,13 @@ class WriterLock:
             except Exception:
                 pass  # its holder finds it lost before it publishes (ensure_held)
             return False
+        try:  # written again: a rename keeps the time of the last renewal, and the
+            # cleaner's grace (prune_set_aside) counts from the set-aside
+            self.fs.write_bytes(aside, json.dumps({**stale, "set_aside_ms": int(
+                time.time() * 1000)}).encode(), overwrite=True)
+        except Exception:  # the grace then counts from the last renewal
+            pass
         return True
-
-    def _prune_set_aside(self) -> None:
-        """Drop stale locks set aside more than an hour ago (by then no writer that judged
-        them stale still holds a look at them)."""
-        folder, _, name = self.path.rpartition("/")
-        cutoff = time.time() * 1000 - 3600_000
-        for st in self.fs.list_dir(folder):
-            if st.name.startswith(f"{name}.stale.") and 0 < st.modified_ms < cutoff:
-                self.fs.delete(st.path, recursive=False)
 
     def _start_heartbeat(self, options: LockOptions) -> None:
         stop = self._beat = threading.Event()
@@ -332,6 +336,20 @@ def break_lock(fs: HadoopFS, path: str) -> dict:
     if fs.exists(path):
         fs.delete(path, recursive=False)
     return holder
+
+
+def prune_set_aside(fs: HadoopFS, folder: str, now_ms: Optional[int] = None) -> int:
+    """Delete the locks of `folder` (a table's meta dir) set aside as stale more than
+    SET_ASIDE_GRACE_MS ago; returns how many. A lock in use is never one of them: its name
+    holds no STALE_MARK."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    pruned = 0
+    for st in fs.list_dir(folder):
+        if (not st.is_dir and STALE_MARK in st.name
+                and 0 < st.modified_ms < now_ms - SET_ASIDE_GRACE_MS):
+            fs.delete(st.path, recursive=False)
+            pruned += 1
+    return pruned
 
 
 def forget_held_locks() -> None:

@@ -445,16 +445,14 @@ def test_compaction_with_a_partition_the_table_does_not_have_changes_nothing(spa
     assert len(Timeline(fs, location).instants()) == instants
 
 
-@pytest.mark.parametrize("point", ["clustering_staged", "requested", "inflight", "publish:2",
-                                   "published", "completed", "cleanup"])
-def test_a_crash_at_any_step_of_compaction_loses_and_duplicates_nothing(spark, schema, point,
-                                                                       monkeypatch):
-    table = TableRef(schema, "crashcp")
+def _killed_compaction(spark, table, monkeypatch, point):
+    """Two loads of small files, then a compaction killed at `point` (its locks left as a
+    dead process leaves them); returns the rows before, the filesystem and the location."""
     cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
                         "target_file_size": 64_000, "small_file_limit": 0})
     for b in range(2):
         write_dataframe(spark, arrivals(spark, b, rows=400), table, cfg, **QUIET)
-    before = all_rows(spark, schema, "crashcp")
+    before = all_rows(spark, table.schema, table.identifier)
     fs = HadoopFS(spark)
     location = fs.qualify(describe_table(spark, table).location)
     monkeypatch.setenv("SIZED_SPARK_FAULT", point)
@@ -464,6 +462,15 @@ def test_a_crash_at_any_step_of_compaction_loses_and_duplicates_nothing(spark, s
     monkeypatch.delenv("SIZED_SPARK_FAULT")
     lock.forget_held_locks()  # as a dead process: its locks are held by no one
     faults.reset()
+    return before, fs, location
+
+
+@pytest.mark.parametrize("point", ["clustering_staged", "requested", "inflight", "publish:2",
+                                   "published", "completed", "cleanup"])
+def test_a_crash_at_any_step_of_compaction_loses_and_duplicates_nothing(spark, schema, point,
+                                                                       monkeypatch):
+    table = TableRef(schema, "crashcp")
+    before, fs, location = _killed_compaction(spark, table, monkeypatch, point)
     # the next writer's recovery (here sized_recover's) finishes or undoes what the crash
     # left: a publish cut short is rolled back; the plan itself waits for the next run
     recover_table(spark, table, **QUIET)
@@ -473,6 +480,23 @@ def test_a_crash_at_any_step_of_compaction_loses_and_duplicates_nothing(spark, s
     assert all_rows(spark, schema, "crashcp") == before
     assert duckdb_rows(local_dir(location), ["id", "tag"]) == expected
     assert all(len(files) == 1 for files in files_by_partition(spark, schema, "crashcp").values())
+    assert not scheduled_plans(Timeline(fs, location))
+
+
+def test_a_rerun_after_a_killed_compaction_says_it_resumes_the_pending_plan(spark, schema,
+                                                                          monkeypatch):
+    """The killed run's plan holds the small files, so the rerun plans nothing new: it
+    says it resumes that plan (not "nothing to compact") and compacts the table."""
+    table = TableRef(schema, "resumed")
+    before, fs, location = _killed_compaction(spark, table, monkeypatch, "clustering_staged")
+    [plan] = scheduled_plans(Timeline(fs, location))
+    logs = []
+    result = run_compaction(spark, table, {}, log=logs.append)
+    assert any(f"resuming the pending plan of {plan.instant}" in m for m in logs), logs
+    assert not any("nothing to compact" in m for m in logs), logs
+    assert result.executed_plans == 1 and result.scheduled == 0
+    assert all_rows(spark, schema, "resumed") == before
+    assert all(len(files) == 1 for files in files_by_partition(spark, schema, "resumed").values())
     assert not scheduled_plans(Timeline(fs, location))
 
 

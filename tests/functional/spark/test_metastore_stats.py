@@ -3,6 +3,7 @@ every commit, read where Trino's Hive connector and Spark read them: the metasto
 database and Spark's plan. They must equal the table's files on disk and its rows."""
 import os
 from collections import defaultdict
+from contextlib import contextmanager
 
 import pytest
 from pyspark.sql import functions as F
@@ -14,7 +15,7 @@ from python_adapter.spark.rollback import recover_table, rollback_last_commit
 from python_adapter.spark.writer import write_dataframe
 from python_adapter.table import faults, lock
 from python_adapter.table.faults import InjectedCrash
-from tests.functional.helpers import STATS, metastore_params
+from tests.functional.helpers import STATS, metastore_params, rows_of, rows_of_df
 from tests.functional.readers import local_dir
 
 QUIET = dict(log=lambda m: None)
@@ -231,3 +232,58 @@ def test_partition_records_are_the_same_with_and_without_the_helper_jar(spark, s
     assert by_jar == by_py4j
     assert "x/y" in by_jar[1][0] and "numRows -> 7" in by_jar[1][2]
     assert "numRows" not in by_jar[0][2] and "it's" in by_jar[0][0]
+
+
+@contextmanager
+def driver_log(spark, logger="org.apache.hadoop.hive.metastore.RetryingHMSHandler"):
+    """The lines the driver JVM logs meanwhile (log4j2), `logger` at ERROR as a dbt run's
+    configuration (python_adapter/io/log4j2.properties: org.apache.hadoop.hive at error)
+    has it: Spark's default configuration, the test session's, silences it (SPARK-9183)."""
+    jvm = spark._jvm
+    core, levels = jvm.org.apache.logging.log4j.core, jvm.org.apache.logging.log4j.Level
+    configurator = core.config.Configurator
+    before = jvm.org.apache.logging.log4j.LogManager.getLogger(logger).getLevel()
+    writer = jvm.java.io.StringWriter()
+    appender = core.appender.WriterAppender.createAppender(
+        core.layout.PatternLayout.newBuilder().withPattern("%p %c{1}: %m%n").build(), None,
+        writer, "sized-test-log", False, True)
+    appender.start()
+    context = jvm.org.apache.logging.log4j.LogManager.getContext(False)
+    root = context.getConfiguration().getRootLogger()
+    root.addAppender(appender, None, None)
+    configurator.setLevel(logger, levels.ERROR)
+    lines = []
+    try:
+        yield lines
+    finally:
+        configurator.setLevel(logger, before)
+        root.removeAppender("sized-test-log")
+        context.updateLoggers()
+        appender.stop()
+        lines.extend(str(writer.toString()).splitlines())
+
+
+def test_a_rollback_registers_only_missing_partitions_and_hive_logs_no_error(spark, schema,
+                                                                             events):
+    """A rollback puts files back into partitions the metastore holds (an upsert's rewrite)
+    and into one the commit emptied and dropped: only that one is created, so Hive logs no
+    `AlreadyExistsException` stack trace for a rollback that succeeds; nor does the commit
+    that empties a partition log Hive's failure to delete its directory (already gone)."""
+    table = TableRef(schema, "rbparts")
+    base = events(days=3).withColumn("gone", F.lit(False))
+    write_dataframe(spark, base, table, cfg(), **QUIET)
+    days = sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {schema}.rbparts").collect())
+    emptied = base.where("day = date'2025-01-01'").withColumn("gone", F.lit(True))
+    updated = base.where("day = date'2025-01-02' and id % 10 = 0").withColumn("tag", F.lit("v2"))
+    with driver_log(spark) as dropped:  # the commit removed the directory: Hive finds none
+        write_dataframe(spark, emptied.unionByName(updated), table, cfg(), **QUIET)
+    assert "day=2025-01-01" not in metastore_params(spark, schema, "rbparts")[0]
+    assert not [line for line in dropped if line.startswith("ERROR ")], dropped
+
+    with driver_log(spark) as lines:
+        rollback_last_commit(spark, table, **QUIET)
+    assert not [line for line in lines if "AlreadyExists" in line or line.startswith("ERROR ")
+                ], lines
+    assert sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {schema}.rbparts").collect()) == days
+    assert rows_of(spark, schema, "rbparts") == rows_of_df(base)
+    assert_stats(spark, schema, "rbparts")

@@ -19,6 +19,7 @@ from python_adapter.errors import TimelineError
 from python_adapter.spark.rollback import recover_table
 from python_adapter.spark.writer import write_dataframe
 from tests.functional.helpers import rows_of, rows_of_df
+from tests.functional.readers import duckdb_rows, local_dir, not_live, parquet_files
 
 CFG = parse_config({"partition_by": ["day"], "incremental_strategy": "insert_overwrite",
                     "target_file_size": 16_000, "distribution": "exact"})
@@ -85,6 +86,107 @@ def test_crash_during_recovery_is_recovered_by_the_next_run(spark, schema, event
     _crash_like_a_dead_process()
     recover_table(spark, table, **QUIET)
     assert rows_of(spark, schema, "rec") == rows_of_df(events(days=4))
+
+
+def _crashed_at_published(spark, schema, events, monkeypatch, name):
+    """A table whose second write (3 partitions replaced, 1 new) crashed right after its
+    publish: (its table, the rows of the first write, location, the unfinished instant)."""
+    table = TableRef(schema, name)
+    first = events(days=6)
+    write_dataframe(spark, first, table, CFG, **QUIET)
+    monkeypatch.setenv("SIZED_SPARK_FAULT", "published")
+    faults.reset()
+    with pytest.raises(InjectedCrash):
+        write_dataframe(spark, events(days=4, start="2025-01-04", id_offset=10**9, tag="v2"),
+                        table, CFG, **QUIET)
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    _crash_like_a_dead_process()
+    fs, location = _location(spark, schema, name)
+    [pending] = Timeline(fs, location).pending()
+    return table, rows_of_df(first), location, pending
+
+
+def _moves_of(instant):
+    return sum(1 for e in (*instant.added, *instant.removed) if e.moved_path)
+
+
+def test_a_recovery_killed_half_way_through_its_moves_is_finished_by_the_next(
+        spark, schema, events, monkeypatch):
+    table, expected, location, pending = _crashed_at_published(spark, schema, events,
+                                                               monkeypatch, "undo")
+    total = _moves_of(pending)
+    monkeypatch.setenv("SIZED_SPARK_FAULT", f"undo:{total // 2}")
+    faults.reset()
+    with pytest.raises(InjectedCrash):
+        recover_table(spark, table, **QUIET)
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    _crash_like_a_dead_process()
+
+    moved = []
+    faults.run_at("undo", lambda: moved.append(1))
+    try:
+        recover_table(spark, table, **QUIET)
+    finally:
+        faults.run_at("undo", None)
+    assert len(moved) == total - total // 2  # the rest of the moves, each once
+    assert rows_of(spark, schema, "undo") == expected
+    table_dir = local_dir(location)
+    assert duckdb_rows(table_dir, ["id", "tag"]) == sorted(expected, key=repr)
+    assert [f for f in parquet_files(table_dir) if not_live(f, table_dir)] == []
+    assert not Timeline(HadoopFS(spark), location).pending()
+
+
+def _files_by_partition(table_dir):
+    out = {}
+    for f in parquet_files(table_dir):
+        if not not_live(f, table_dir):
+            out.setdefault(os.path.dirname(os.path.relpath(f, table_dir)), set()).add(f)
+    return out
+
+
+def test_a_reader_during_recovery_sees_at_most_one_partition_half_moved(
+        spark, schema, events, monkeypatch):
+    """Recovery moves partition by partition, the new files out then the old ones back:
+    at any moment of its batch of renames a reader listing the table finds every other
+    partition either as published or as it was before."""
+    table, expected, location, pending = _crashed_at_published(spark, schema, events,
+                                                               monkeypatch, "undoorder")
+    table_dir = local_dir(location)
+    published = _files_by_partition(table_dir)
+    seen = []
+    faults.run_at("undo", lambda: seen.append(_files_by_partition(table_dir)))
+    try:
+        recover_table(spark, table, **QUIET)
+    finally:
+        faults.run_at("undo", None)
+    restored = _files_by_partition(table_dir)
+    assert len(seen) == _moves_of(pending)
+    for listing in seen:
+        half = [p for p in set(published) | set(restored) | set(listing)
+                if listing.get(p, set()) not in (published.get(p, set()), restored.get(p, set()))]
+        assert len(half) <= 1, half
+    assert rows_of(spark, schema, "undoorder") == expected
+
+
+def test_undo_moves_skip_what_is_done_and_free_a_name_before_reusing_it():
+    """What a (repeated) recovery moves, from the instant and the paths that exist."""
+    from python_adapter.table.timeline import FileEntry, Instant
+
+    def entry(part, name, moved):
+        return FileEntry(partition=part, path=f"{part}/{name}", rows=1, bytes=1,
+                         moved_path=moved and f"{moved}/{part}/{name}")
+
+    instant = Instant("1", "commit", "inflight", "upsert",
+                      added=(entry("d=2", "new", "st"), entry("d=1", "same", "st"),
+                             entry("d=1", "repaired", "")),
+                      removed=(entry("d=1", "same", "rp"), entry("d=1", "old", "rp")))
+    order = commit.undo_order(instant, lambda rel: f"t/{rel}")
+    assert order == [("t/d=1/same", "st/d=1/same"), ("rp/d=1/same", "t/d=1/same"),
+                     ("rp/d=1/old", "t/d=1/old"), ("t/d=2/new", "st/d=2/new")]
+    present = {"t/d=1/same", "rp/d=1/same", "t/d=1/old", "t/d=2/new"}  # 'old' moved already
+    assert commit.still_to_move(order, present) == [order[0], order[1], order[3]]
+    # a file whose destination is taken by something else stays where it is
+    assert commit.still_to_move(order, present | {"st/d=2/new"}) == [order[0], order[1]]
 
 
 def test_a_second_writer_fails_at_once_naming_the_holder(spark, schema, events):

@@ -2,6 +2,7 @@
 took it; a holder renews it while it works; a writer waits up to lock_timeout; a writer
 whose lock was taken over publishes nothing; sized_unlock shows and breaks a lock."""
 import json
+import os
 import threading
 import time
 
@@ -17,6 +18,7 @@ from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.lock import LockOptions, holder_record
 from python_adapter.table.timeline import Timeline, meta_dir_of
 from tests.functional.helpers import rows_of, rows_of_df
+from tests.functional.readers import local_dir
 
 QUIET = dict(log=lambda m: None)
 
@@ -154,3 +156,55 @@ def test_a_lock_being_written_is_not_taken_for_one_without_holder(spark, schema,
     assert any("the lock records no holder" in m for m in taken), taken
     mine.ensure_held()
     mine.release()
+
+
+def _stale_locks(directory):
+    return sorted(n for n in os.listdir(directory) if ".stale." in n)
+
+
+def _age(directory, names, hours=2.0):
+    then = time.time() - hours * 3600
+    for name in names:
+        os.utime(os.path.join(directory, name), (then, then))
+
+
+def test_the_cleaner_deletes_locks_set_aside_as_stale_after_an_hour_never_a_live_one(
+        spark, schema, events):
+    """A stale lock taken over is set aside as `<lock>.stale.<token>`: the cleaner (after
+    every commit, and sized_clean) deletes those set aside more than an hour ago, and
+    leaves younger ones and the lock in use, however old its file's time."""
+    from python_adapter.spark.clean import clean_table
+    from python_adapter.table.lock import WriterLock
+    table = TableRef(schema, "stale_left")
+    write_dataframe(spark, events(days=1), table, _cfg(), **QUIET)
+    fs, _location, path = _lock_file(spark, table)
+    meta = local_dir(path.rsplit("/", 1)[0])
+
+    def take_over(lock_path):
+        """A dead holder's lock (its lease expired) taken over and released."""
+        fs.write_bytes(lock_path, json.dumps(_other_host(renewed_ago=120)).encode())
+        taker = WriterLock(fs, lock_path, log=lambda m: None)
+        taker.acquire("compaction")
+        taker.release()
+
+    service_lock = f"{path.rsplit('/', 1)[0]}/cluster.lock"
+    take_over(path)
+    take_over(service_lock)
+    old = _stale_locks(meta)
+    assert [n.split(".stale.")[0] for n in old] == ["cluster.lock", "lock"]
+    _age(meta, old)
+    take_over(path)
+    fresh = sorted(set(_stale_locks(meta)) - set(old))
+    write_dataframe(spark, events(days=1, tag="v2"), table, _cfg(), **QUIET)  # cleans
+    assert _stale_locks(meta) == fresh
+
+    live = WriterLock(fs, service_lock, log=lambda m: None)
+    live.acquire("clustering", LockOptions(lease=3600))  # a table service at work
+    try:
+        _age(meta, fresh + ["cluster.lock"])
+        result = clean_table(spark, table, log=lambda m: None)
+        assert _stale_locks(meta) == [] and "1 stale lock files deleted" in result.message
+        live.ensure_held()
+    finally:
+        live.release()
+    assert rows_of(spark, schema, "stale_left") == rows_of_df(events(days=1, tag="v2"))

@@ -1,5 +1,6 @@
-"""Parsing Hadoop's FileStatus text, one status or a whole ArrayUtils.toString(FileStatus[])."""
-from python_adapter.io.fs import _split_status_array, parse_status_text
+"""Parsing Hadoop's FileStatus text, one status or a whole ArrayUtils.toString(FileStatus[]);
+grouping paths by the directory a listing of which says whether they exist."""
+from python_adapter.io.fs import _split_status_array, by_parent, parse_status_text
 
 
 def _status(path, is_dir=False, length=7, mtime=1700000000000):
@@ -24,3 +25,13 @@ def test_an_array_splits_into_its_statuses_even_with_separators_in_paths():
 def test_text_that_is_not_an_array_gives_nothing_to_trust():
     assert _split_status_array("[FileStatus{path=x}]") == []
     assert parse_status_text("something else") is None
+
+
+def test_paths_are_grouped_by_their_parent_directory_once_each():
+    paths = ["file:/t/d=1/a.parquet", "file:/t/.sized/st/d=1/a.parquet", "file:/t/d=1/b.parquet",
+             "hdfs://nn:8020/t/d=2/c.parquet", "file:/t/d=1/"]
+    assert by_parent(paths) == {
+        "file:/t/d=1": [("a.parquet", paths[0]), ("b.parquet", paths[2])],
+        "file:/t/.sized/st/d=1": [("a.parquet", paths[1])],
+        "hdfs://nn:8020/t/d=2": [("c.parquet", paths[3])],
+        "file:/t": [("d=1", paths[4])]}
