@@ -46,7 +46,7 @@ def shuffle_conf(spark: SparkSession, nbytes: int) -> Dict[str, Any]:
     partition per advisory partition size, the size AQE coalesces to, at least 1 and at most
     the session's spark.sql.shuffle.partitions. AQE would coalesce a small batch's 200
     partitions to one anyway, but only after every map task has written all 200 (a small
-    batch's key check took about twice as long; benchmarks/README.md, "Engine costs"). A
+    batch's key check took about twice as long, measured when this was chosen). A
     query that fits one partition also runs without AQE, as one job instead of one per
     stage: there is nothing left for AQE to coalesce, split or switch to a broadcast."""
     current = int(spark.conf.get("spark.sql.shuffle.partitions"))
