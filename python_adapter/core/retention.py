@@ -27,9 +27,6 @@ class Done:
     """A completed instant as retention sees it."""
     instant: str            # its id; ids order the instants as the timeline replays them
     completed_ms: int       # when it completed (wall clock)
-    defines: bool = False   # it (re)defined the table in the metastore
-    kept: bool = True       # the files it set aside are still kept (or it set none aside)
-    archived: bool = False  # folded into the archive (its file lists are not at hand)
 
 
 def retained(done: Sequence[Done], retention: Retention, now_ms: int) -> Set[str]:

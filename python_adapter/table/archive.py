@@ -11,16 +11,15 @@ archival tidies what an interrupted one left.
 """
 import time
 from dataclasses import dataclass
-from typing import List, Optional, Set
+from typing import List, Optional
 
 from python_adapter.core.retention import (ARCHIVE_BATCH, Done, Retention, archivable,
                                            retained)
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.faults import fault_point
 from python_adapter.table.lock import prune_set_aside
-from python_adapter.table.timeline import (ARCHIVED, DEFINES_TABLE, Checkpoint, Instant,
-                                           Timeline, archive_file, archive_name,
-                                           encode_checkpoint, encode_many, files_removed,
+from python_adapter.table.timeline import (Checkpoint, Instant, Timeline, archive_file,
+                                           archive_name, encode_checkpoint, encode_many,
                                            replay, summary)
 
 RETAIN_COMMITS = "retain_commits"
@@ -44,19 +43,9 @@ def table_retention(timeline: Timeline) -> Retention:
     return Retention()
 
 
-def done_of(instants: List[Instant], kept_dirs: Optional[Set[str]] = None) -> List[Done]:
-    """The completed instants as retention sees them; with `kept_dirs` (the instants whose
-    set-aside directory is there), whether each still keeps what it set aside."""
-    out = []
-    for i in instants:
-        if i.state != "completed":
-            continue
-        archived = i.extra.get(ARCHIVED) == "true"
-        sets_aside = files_removed(i) > 0 if archived else any(f.moved_path for f in i.removed)
-        kept = kept_dirs is None or not sets_aside or i.instant in kept_dirs
-        out.append(Done(i.instant, i.created_at_ms, i.extra.get(DEFINES_TABLE) == "true",
-                        kept=kept, archived=archived))
-    return out
+def done_of(instants: List[Instant]) -> List[Done]:
+    """The completed instants as retention sees them."""
+    return [Done(i.instant, i.created_at_ms) for i in instants if i.state == "completed"]
 
 
 def clean(fs: HadoopFS, timeline: Timeline, replaced_dir: str,
