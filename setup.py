@@ -1,16 +1,19 @@
-"""dbt-sized-spark: a dbt-spark plugin whose `sized_incremental` writes files of a target size.
+"""dbt-sized-spark's build: the parts pyproject.toml cannot say.
 
-The macros live once, in `macros/` at the repo root; `dbt/include/sized_spark/macros` is a
-link to it, and the build copies the files it points at into the package.
+The metadata is in pyproject.toml. Here: the macros live once, in `macros/` at the repo root;
+`dbt/include/sized_spark/macros` is a link to it, and the build copies the files it points at
+into the package. And the Java helpers (python_adapter/io/java/) are compiled into
+python_adapter/io/sized-spark-helpers.jar, so a user's first run needs no JDK
+(python_adapter/io/fast_local_fs.py).
 """
+import importlib.util
 import os
+import shutil
 
 from setuptools import find_namespace_packages, setup
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-about = {}
-with open(os.path.join(HERE, "dbt/adapters/sized_spark/__version__.py")) as fh:
-    exec(fh.read(), about)
 
 
 def macro_files():
@@ -23,33 +26,66 @@ def macro_files():
     return out
 
 
+def _fast_local_fs():
+    """python_adapter/io/fast_local_fs.py by its path: importing the package would import
+    its dependencies, which the build environment does not have."""
+    path = os.path.join(HERE, "python_adapter", "io", "fast_local_fs.py")
+    spec = importlib.util.spec_from_file_location("_sized_fast_local_fs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _javac():
+    home = os.environ.get("JAVA_HOME")
+    javac = os.path.join(home, "bin", "javac") if home else shutil.which("javac")
+    if not javac or not os.access(javac, os.X_OK):
+        raise SystemExit(
+            "dbt-sized-spark: building the wheel compiles its Java helpers and needs a JDK 17+ "
+            f"(javac; looked in {'$JAVA_HOME/bin' if home else 'the PATH'}). Install one "
+            "(Debian/Ubuntu: openjdk-17-jdk-headless) or install the published wheel, which "
+            "needs only the Java runtime Spark needs.")
+    return javac
+
+
+def _spark_jars():
+    """The jars of the Spark the build has: $SPARK_HOME, else pyspark's (build-system.requires)."""
+    if os.environ.get("SPARK_HOME"):
+        return os.path.join(os.environ["SPARK_HOME"], "jars")
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.origin:
+        raise SystemExit("dbt-sized-spark: building the wheel needs pyspark's jars "
+                         "(pyspark is in build-system.requires) or $SPARK_HOME")
+    return os.path.join(os.path.dirname(spec.origin), "jars")
+
+
+class BuildPyWithJar(build_py):
+    """build_py, then the helpers' jar beside fast_local_fs.py in the build. An editable
+    install runs from the sources, where fast_local_fs compiles on first use instead."""
+
+    def run(self):
+        super().run()
+        if not self.editable_mode:
+            fs = _fast_local_fs()
+            jar = os.path.join(self.build_lib, "python_adapter", "io", fs.JAR_NAME)
+            try:
+                fs.compile_jar(_javac(), _spark_jars(), jar)
+            except fs.Unavailable as e:
+                raise SystemExit(f"dbt-sized-spark: compiling the Java helpers failed: {e}")
+
+    def get_outputs(self, include_bytecode=True):
+        outputs = super().get_outputs(include_bytecode)
+        if not self.editable_mode:
+            outputs.append(os.path.join(self.build_lib, "python_adapter", "io",
+                                        _fast_local_fs().JAR_NAME))
+        return outputs
+
+
 setup(
-    name="dbt-sized-spark",
-    version=about["version"],
-    description="dbt-spark plugin whose sized_incremental materialization writes files of a target size",
-    python_requires=">=3.10",
     packages=find_namespace_packages(include=["dbt", "dbt.*", "python_adapter", "python_adapter.*"],
                                      exclude=["python_adapter.io.java*"]),
     package_data={"dbt.include.sized_spark": ["dbt_project.yml", *macro_files()],
-                  # compiled on first use by the JDK that runs Spark (fast_local_fs.py)
-                  "python_adapter.io": ["java/sizedspark/fs/*.java", "log4j2.properties"]},
+                  "python_adapter.io": ["log4j2.properties"]},
     include_package_data=False,
-    install_requires=[
-        "dbt-core>=1.10,<1.12",
-        "dbt-spark[session]>=1.10,<1.12",
-        "pyspark>=3.5,<5",
-        "fastavro>=1.9",
-        "agate>=1.7",
-    ],
-    extras_require={
-        # dbt-spark[PyHive] (PyHive[hive_pure_sasl], thrift, thrift-sasl, pure-sasl): the
-        # driver of `method: thrift`, for the test against a real Spark Thrift server
-        # duckdb, polars, pyarrow: the tests read our tables as other engines do
-        # pytest-xdist (3.8 tested, with --no-loadscope-reorder): the suite on both cores, a
-        # module per worker (scripts/test.sh)
-        "test": ["pytest>=8", "pytest-xdist>=3.8", "dbt-tests-adapter>=1.10",
-                 "dbt-spark[PyHive]>=1.10,<1.12", "duckdb>=1.0", "polars>=1.0", "pyarrow>=14"],
-        # deltalake (delta-rs): the outside anchor of benchmarks/anchor.py
-        "bench": ["matplotlib>=3.7", "deltalake>=1.0"],
-    },
+    cmdclass={"build_py": BuildPyWithJar},
 )

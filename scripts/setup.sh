@@ -3,8 +3,10 @@
 #   bash scripts/setup.sh        # for the tests: .venv, the package with its test and bench extras
 #   bash scripts/setup.sh demo   # for the demo: .venv, the package alone
 #   PYSPARK=3.5 bash scripts/setup.sh   # .venv-pyspark3.5, the tests' extras on pyspark 3.5
-# The JDK, not only the JRE: its javac builds the embedded session's local filesystem
-# (python_adapter/io/fast_local_fs.py), which writes files without a chmod process per file.
+# The JDK, not only the JRE: installing this package builds it, and the build compiles the Java
+# helpers (the embedded session's local filesystem, python_adapter/io/fast_local_fs.py) into
+# the wheel; a source checkout (the tests) compiles them on first use. A user installing the
+# published wheel needs only the JRE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! java -version 2>&1 | grep -q 'version "17' || ! command -v javac >/dev/null; then

@@ -36,7 +36,8 @@ warm_class_archives() {
 # reordering), so each worker runs its modules in the order a serial run would.
 WORKERS=(-n "${SIZED_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder)
 if [ -n "${PYSPARK:-}" ]; then
-  pytest "${WORKERS[@]}" tests/unit tests/functional --ignore=tests/functional/dbt "$@"
+  # tests/packaging: the wheel's Java helpers, compiled once against Spark 4, on Spark 3.5
+  pytest "${WORKERS[@]}" tests/unit tests/functional tests/packaging --ignore=tests/functional/dbt "$@"
 else
   pytest "${WORKERS[@]}" "$@"
 fi

@@ -3,12 +3,16 @@
 pip's pyspark has no Hadoop native library, so Hadoop's local filesystem sets the permissions
 of every file, checksum file and directory it creates by forking `chmod` (measured by
 `benchmarks/local_fs_cost.py`; figures in benchmarks/README.md). `java/sizedspark/fs/` subclasses it to set the same bits
-through java.nio. The jar is compiled here on first use, by the `javac` of the JDK that runs
-Spark, and cached per user.
+through java.nio. The wheel ships the classes compiled (`setup.py`'s build step, `--release
+17`, against the Spark jars of the build: they use only APIs that Spark 3.5 and 4.x share),
+so first use needs only the Java that runs Spark. A source checkout has no built jar: there
+the classes are compiled on first use by the `javac` of the JDK that runs Spark and cached
+per user (developers and the test suite run from the checkout, and a cache keyed by the
+sources is never stale after an edit).
 
 Only a session whose driver runs the tasks itself (`local`, `local[N]`) gets it: executors of
 a cluster would not have the jar, and a cluster's tables live on HDFS or S3 anyway. A profile
-that sets `spark.hadoop.fs.file.impl` keeps its own; without a JDK the session starts as
+that sets `spark.hadoop.fs.file.impl` keeps its own; without the jar the session starts as
 before and `embedded_confs` says why. The same jar holds `StagedFiles`, which reads the
 footers of a write's staged files in the driver (python_adapter/footers.py), and
 `PartitionRecords`, which builds the metastore's records of many partitions in one call
@@ -21,15 +25,20 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import zipfile
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 FS_CLASS = "sizedspark.fs.NioLocalFileSystem"
 HELPER_CLASS = "sizedspark.fs.StagedFiles"
 FS_IMPL = "spark.hadoop.fs.file.impl"
 CLASSPATH = "spark.driver.extraClassPath"
-_SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_SOURCES = os.path.join(_HERE, "java")
+JAR_NAME = "sized-spark-helpers.jar"
+SHIPPED_JAR = os.path.join(_HERE, JAR_NAME)  # put there by the wheel's build (setup.py)
+JAVA_RELEASE = "17"  # the Java that Spark 3.5 and 4.x both run on
 _LOCAL = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?")
 
 
@@ -135,9 +144,33 @@ def cache_dir(env: Mapping[str, str]) -> str:
     return os.path.join(base, "dbt-sized-spark")
 
 
+def compile_jar(javac: str, spark_jars: str, jar: str) -> None:
+    """Compiles the helpers' sources with `javac` against the jars in `spark_jars` into
+    `jar`, replaced atomically (a concurrent reader sees no jar or a whole one). The wheel's
+    build calls it too (setup.py), so this module imports nothing outside the standard
+    library at its top. Raises Unavailable when javac fails."""
+    out_dir = os.path.dirname(os.path.abspath(jar))
+    os.makedirs(out_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
+        classes = os.path.join(tmp, "classes")
+        done = subprocess.run(
+            [javac, "--release", JAVA_RELEASE, "-nowarn", "-d", classes,
+             "-cp", os.path.join(spark_jars, "*"), *_sources()],
+            capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise Unavailable(f"javac failed: {done.stderr.strip()[-2000:]}")
+        staged = os.path.join(tmp, "fs.jar")
+        with zipfile.ZipFile(staged, "w") as zf:
+            for root, _dirs, names in os.walk(classes):
+                for name in sorted(names):
+                    path = os.path.join(root, name)
+                    zf.write(path, os.path.relpath(path, classes))
+        os.replace(staged, jar)
+
+
 def build_jar(env: Optional[Mapping[str, str]] = None) -> str:
-    """The jar's path, compiled now unless a jar of these sources against these Hadoop jars
-    and this javac is cached. Raises Unavailable."""
+    """A source checkout's jar: compiled now unless a jar of these sources against these
+    Spark jars and this javac is cached. Raises Unavailable."""
     env = os.environ if env is None else env
     javac = find_javac(env)
     jars = spark_jars_dir(env)
@@ -149,50 +182,71 @@ def build_jar(env: Optional[Mapping[str, str]] = None) -> str:
         with open(path, "rb") as fh:
             digest.update(path.encode() + b"\0" + fh.read())
     # every jar compiled against (Hadoop, Parquet) and the compiler: a new pyspark rebuilds
-    digest.update("\0".join([os.path.realpath(javac), *spark_jars]).encode())
-    out_dir = cache_dir(env)
-    jar = os.path.join(out_dir, f"sized-local-fs-{digest.hexdigest()[:16]}.jar")
-    if os.path.exists(jar):
-        return jar
-    os.makedirs(out_dir, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
-        classes = os.path.join(tmp, "classes")
-        done = subprocess.run(
-            [javac, "-nowarn", "-d", classes, "-cp", os.path.join(jars, "*"), *_sources()],
-            capture_output=True, text=True, timeout=300)
-        if done.returncode != 0:
-            raise Unavailable(f"javac failed: {done.stderr.strip()[-2000:]}")
-        staged = os.path.join(tmp, "fs.jar")
-        with zipfile.ZipFile(staged, "w") as zf:
-            for root, _dirs, names in os.walk(classes):
-                for name in sorted(names):
-                    path = os.path.join(root, name)
-                    zf.write(path, os.path.relpath(path, classes))
-        os.replace(staged, jar)  # atomic: a concurrent process sees no jar or a whole one
+    digest.update("\0".join([os.path.realpath(javac), JAVA_RELEASE, *spark_jars]).encode())
+    jar = os.path.join(cache_dir(env), f"sized-local-fs-{digest.hexdigest()[:16]}.jar")
+    if not os.path.exists(jar):
+        compile_jar(javac, jars, jar)
     return jar
 
 
+def helpers_jar(env: Optional[Mapping[str, str]] = None, shipped: str = SHIPPED_JAR) -> str:
+    """The jar to start the JVM with: the one the wheel ships, else (a source checkout) one
+    compiled now or cached. Raises Unavailable."""
+    return shipped if os.path.isfile(shipped) else build_jar(env)
+
+
+def local_session_env(confs: Mapping[str, str], env: Mapping[str, str],
+                      python: str = sys.executable) -> Dict[str, str]:
+    """The environment variables to set before the JVM of a session with `confs` starts,
+    of those the user has not set, for a local master only (its driver runs the tasks): it
+    binds to loopback (a host name that resolves to an address not up breaks it), and its
+    Python workers run this interpreter (else `python3` on the PATH, maybe another version
+    or one without the model's packages). On a cluster the executors must reach the driver
+    and run their own Python, so nothing is set; nor when the master is not known."""
+    master = effective_master(confs, env)
+    if master is None or not _LOCAL.fullmatch(master.strip()):
+        return {}
+    wanted = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": python}
+    return {key: value for key, value in wanted.items() if key not in env}
+
+
+class Embedded(NamedTuple):
+    """What a session about to start needs when its master is local."""
+    confs: Dict[str, str]           # to add to its confs: the fast filesystem's
+    env: Dict[str, str]             # to set in os.environ before its JVM starts
+    why_not: Optional[str] = None   # why `confs` is empty
+    jar: Optional[str] = None       # the jar `confs` puts on the driver's classpath
+
+
 def embedded_confs(confs: Mapping[str, str], env: Optional[Mapping[str, str]] = None
-                   ) -> Tuple[Dict[str, str], Optional[str]]:
-    """(confs to add to a session about to start with `confs`, why none when empty)."""
+                   ) -> Embedded:
+    """What a session about to start with `confs` gets: the fast filesystem (when it
+    applies, else why not) and the environment of a local session."""
     env = os.environ if env is None else env
+    added, why_not, jar = _fast_fs_confs(confs, env)
+    return Embedded(added, local_session_env(confs, env), why_not, jar)
+
+
+def _fast_fs_confs(confs, env):
+    """(confs to add, why none, the jar)."""
     reason = skip_reason(confs, env)
     if reason is not None:
-        return {}, reason
+        return {}, reason, None
     from pyspark import SparkContext
 
     if SparkContext._gateway is not None:
         # A later session in the same JVM (pyspark keeps it after stop()): its classpath
         # is fixed, so only a JVM started with the jar can use the class.
         if _loadable(SparkContext._jvm, FS_CLASS):
-            return {FS_IMPL: FS_CLASS}, None
-        return {}, "the JVM was started without the jar (its classpath is fixed)"
+            return {FS_IMPL: FS_CLASS}, None, None
+        return {}, "the JVM was started without the jar (its classpath is fixed)", None
     try:
-        return with_jar(confs, build_jar(env)), None
+        jar = helpers_jar(env)
     except Unavailable as e:
-        return {}, str(e)
+        return {}, str(e), None
     except (OSError, subprocess.SubprocessError) as e:  # unwritable cache, javac hung ...
-        return {}, f"the jar could not be built: {e}"
+        return {}, f"the jar could not be built: {e}", None
+    return with_jar(confs, jar), None, jar
 
 
 _jar_in = {}  # id of a py4j JVM view -> whether that JVM can load HELPER_CLASS
@@ -236,7 +290,6 @@ def _loadable(jvm, name):
 def configure(builder: Any, master: str) -> Any:
     """A SparkSession builder for `master` with the fast filesystem when it applies (tests,
     benchmarks: the same local filesystem a dbt profile's embedded session gets)."""
-    added, _why_not = embedded_confs({"spark.master": master})
-    for key, value in added.items():
+    for key, value in embedded_confs({"spark.master": master}).confs.items():
         builder = builder.config(key, value)
     return builder.master(master)

@@ -7,7 +7,16 @@ run loaded to an archive at exit (`-XX:ArchiveClassesAtExit`) and map it at the 
 jars on the classpath; each writer writes its own file, which a later start takes as the
 archive once it is complete. A stale or foreign archive is ignored by the JVM
 (`-Xshare:auto`), and an older JVM ignores the options (`IgnoreUnrecognizedVMOptions`). The
-JVM's own CDS warnings are turned off (`-Xlog:disable`); they say nothing a dbt user acts on.
+JVM's CDS warnings are turned off, and only they (QUIET_CDS): writing an archive of Spark's
+classes prints hundreds ("Skipping ...: Signed JAR", "Preload Warning"), and mapping one made
+for another classpath one more; none says anything a dbt user acts on. Every other JVM log
+line (errors, GC warnings) still shows.
+
+Where and how big: `$XDG_CACHE_HOME/dbt-sized-spark/` (else `~/.cache/dbt-sized-spark/`),
+`spark-classes-<key>.jsa`, 150-230 MB each, one per java, Spark and driver classpath. At
+most MAX_ARCHIVES are kept (the least recently used go first when a new one is written), and
+one no start has mapped for _UNUSED_DAYS goes too. SIZED_SPARK_NO_CLASS_ARCHIVE=1 turns it
+off (the JVM starts as Spark starts it; the folder can then be deleted).
 """
 import glob
 import hashlib
@@ -26,6 +35,11 @@ _WRITTEN_AFTER = 15
 # days after which an archive no start has mapped is removed: one of a Spark, java or venv
 # no longer used (each is ~200 MB, and a new key comes with every upgrade)
 _UNUSED_DAYS = 14
+# archives kept at most, the one being written included (~600 MB): a user's dbt profile and
+# a second classpath or Spark (a test session, a venv on the other Spark) and one to spare
+MAX_ARCHIVES = 3
+# the unified-logging tag sets of the CDS warnings (-Xlog:disable would hide errors too)
+QUIET_CDS = "-Xlog:cds=off,cds+dynamic=off"
 
 
 def _archive(confs: Mapping[str, str], env: Mapping[str, str]) -> Optional[str]:
@@ -69,20 +83,42 @@ def _remove_leftovers(archive: str) -> None:
 
 
 def _remove_unused(archive: str) -> None:
-    """Removes the archives of other keys that no start has mapped for _UNUSED_DAYS (a
-    taken archive's modification time is its last use)."""
+    """Before `archive` is written: removes the archives of other keys that no start has
+    mapped for _UNUSED_DAYS, then the least recently mapped beyond MAX_ARCHIVES - 1, so the
+    folder holds at most MAX_ARCHIVES once it is written (a taken archive's modification
+    time is its last use). A JVM that maps one removed keeps its mapping."""
     others = glob.glob(os.path.join(os.path.dirname(archive), "spark-classes-*.jsa"))
-    _remove_older_than([p for p in others if p != archive], _UNUSED_DAYS * 86400)
+    others = [p for p in others if p != archive]
+    _remove_older_than(others, _UNUSED_DAYS * 86400)
+    survivors = []
+    for path in others:
+        try:
+            survivors.append((os.path.getmtime(path), path))
+        except OSError:  # removed meanwhile
+            pass
+    survivors.sort(reverse=True)
+    _remove([path for _when, path in survivors[MAX_ARCHIVES - 1:]])
 
 
 def _remove_older_than(paths: List[str], seconds: float) -> None:
     """Removes the paths not modified in the last `seconds`; one another start removed
     first is no error."""
     now = time.time()
+    old = []
     for path in paths:
         try:
             if now - os.path.getmtime(path) > seconds:
-                os.remove(path)
+                old.append(path)
+        except OSError:
+            pass
+    _remove(old)
+
+
+def _remove(paths: List[str]) -> None:
+    """Removes the paths; one another start removed first is no error."""
+    for path in paths:
+        try:
+            os.remove(path)
         except OSError:
             pass
 
@@ -110,4 +146,4 @@ def class_archive_confs(confs: Mapping[str, str],
         _remove_unused(archive)
         added = f"-XX:ArchiveClassesAtExit={archive}.{os.getpid()}"
         open(added.split("=", 1)[1], "wb").close()  # claimed: other starts do not write too
-    return {JAVA_OPTIONS: f"{options} -XX:+IgnoreUnrecognizedVMOptions {added} -Xlog:disable".strip()}
+    return {JAVA_OPTIONS: f"{options} -XX:+IgnoreUnrecognizedVMOptions {added} {QUIET_CDS}".strip()}

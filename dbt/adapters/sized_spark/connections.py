@@ -7,7 +7,6 @@ check alone: it reads the profile only and opens no connection, so the materiali
 it first, before hooks or any SQL run.
 """
 import os
-import sys
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionManager
@@ -17,11 +16,6 @@ from python_adapter.api import (FS_CLASS, STRATEGIES, class_archive_confs, embed
                                 quiet_logging_confs)
 
 logger = AdapterLogger("SizedSpark")
-
-# Spark binds to loopback unless told otherwise; set before the JVM starts.
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-# Executors start Python workers with the driver's interpreter unless told otherwise.
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 class SizedSparkConnectionManager(SparkConnectionManager):
@@ -33,18 +27,23 @@ class SizedSparkConnectionManager(SparkConnectionManager):
         if creds.is_session and connection.state != "open":
             # Before dbt-spark's builder starts the JVM: quiet JVM logging, and an embedded
             # (local) session gets the local filesystem that sets permissions without a chmod
-            # process per file.
+            # process per file, and the environment it needs (loopback, this Python).
             params = dict(creds.server_side_parameters or {})
             confs = {**params, **quiet_logging_confs(params)}
+            embedded = embedded_confs(confs)
             if params.get("spark.hadoop.fs.file.impl") != FS_CLASS:  # not added by an earlier open
-                fast, why_not = embedded_confs(confs)
-                confs.update(fast)
-                logger.debug(f"embedded Spark: file: paths through {FS_CLASS}" if fast else
-                             f"embedded Spark: Hadoop's local filesystem as is ({why_not})")
+                confs.update(embedded.confs)
+                logger.debug(f"embedded Spark: file: paths through {FS_CLASS} "
+                             f"({embedded.jar or 'the running JVM'})" if embedded.confs else
+                             f"embedded Spark: Hadoop's local filesystem as is ({embedded.why_not})")
             # the driver JVM starts from the classes an earlier start loaded (AppCDS)
             confs.update(class_archive_confs(confs))
             if confs != params:
                 creds.server_side_parameters = confs
+            # read by the JVM and by pyspark when dbt-spark's builder starts them; only what
+            # the user left unset, and nothing at import (a cluster's driver must not bind
+            # to loopback)
+            os.environ.update(embedded.env)
         return super().open(connection)
 
     def require_session(self, what="sized_incremental"):

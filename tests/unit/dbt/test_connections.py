@@ -1,7 +1,11 @@
 """The remote methods (thrift, http, odbc) are refused before any connection opens: real
 credentials, the real connection manager, no Spark and no server. A real thrift server run
 is in tests/functional/dbt/test_connection_methods.py; http and odbc cannot be started here."""
+import json
 import multiprocessing
+import os
+import pathlib
+import subprocess
 import sys
 import types
 from types import SimpleNamespace
@@ -13,6 +17,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.sized_spark.connections import SizedSparkConnectionManager
 from dbt.adapters.sized_spark.credentials import SizedSparkCredentials
 
+REPO = pathlib.Path(__file__).resolve().parents[3]
 REMOTE = {
     "thrift": dict(host="127.0.0.1", port=10000),
     "http": dict(host="https://spark.example.com", port=443, token="t", cluster="c",
@@ -63,3 +68,17 @@ def test_spark_session_refuses_before_opening_a_connection(method, monkeypatch):
 def test_session_method_passes_the_check(monkeypatch):
     manager = _manager("session", monkeypatch, host="localhost")
     assert manager.require_session("sized_incremental model analytics.events") is None
+
+
+def test_importing_the_plugin_leaves_the_environment_as_it_was():
+    """A cluster's driver (YARN, Kubernetes, a standalone master elsewhere) must not bind to
+    loopback because the plugin was imported: only a local session sets anything, at open."""
+    code = ("import json, os; before = dict(os.environ); "
+            "import dbt.adapters.sized_spark, dbt.adapters.sized_spark.connections; "
+            "print(json.dumps([before == dict(os.environ), "
+            "[k for k in ('SPARK_LOCAL_IP', 'PYSPARK_PYTHON') if k in os.environ]]))")
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_LOCAL_IP", "PYSPARK_PYTHON")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, []]

@@ -1,5 +1,6 @@
 """Which sessions get the fast local filesystem, and building its jar (a real javac)."""
 import os
+import sys
 import zipfile
 
 import pytest
@@ -54,8 +55,8 @@ def test_masters_with_other_executor_processes_do_not(master):
 def test_a_profile_that_names_its_own_file_system_keeps_it():
     confs = {"spark.master": "local[2]", f.FS_IMPL: "org.apache.hadoop.fs.LocalFileSystem"}
     assert f.FS_IMPL in f.skip_reason(confs, {})
-    added, why = f.embedded_confs(confs, env={})
-    assert added == {} and f.FS_IMPL in why
+    embedded = f.embedded_confs(confs, env={})
+    assert embedded.confs == {} and f.FS_IMPL in embedded.why_not
 
 
 def test_the_jar_is_appended_to_a_driver_classpath_already_set():
@@ -86,6 +87,46 @@ def test_the_jar_is_built_once_and_holds_both_classes(tmp_path):
     with zipfile.ZipFile(jar) as zf:
         assert {"sizedspark/fs/NioLocalFileSystem.class",
                 "sizedspark/fs/NioRawLocalFileSystem.class"} <= set(zf.namelist())
+        # class file version 61: Java 17, the oldest Java that Spark 3.5 and 4.x run on
+        header = zf.read("sizedspark/fs/NioLocalFileSystem.class")[:8]
+        assert int.from_bytes(header[6:8], "big") == 61
     built = os.stat(jar).st_mtime_ns
     assert f.build_jar(env) == jar and os.stat(jar).st_mtime_ns == built  # cached
     assert os.listdir(os.path.dirname(jar)) == [os.path.basename(jar)]  # no temp left
+
+
+def test_a_shipped_jar_is_used_without_a_jdk(tmp_path):
+    """An installed wheel carries the jar: no javac is looked for, nothing is compiled."""
+    shipped = tmp_path / f.JAR_NAME
+    shipped.write_bytes(b"PK")
+    jre_only = {"JAVA_HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    assert f.helpers_jar(jre_only, shipped=str(shipped)) == str(shipped)
+    assert not (tmp_path / "cache").exists()
+    with pytest.raises(f.Unavailable, match="install the JDK"):  # a checkout compiles
+        f.helpers_jar(jre_only, shipped=str(tmp_path / "absent.jar"))
+
+
+@pytest.mark.parametrize("master", ["local", "local[2]", "local[*]"])
+def test_a_local_session_binds_to_loopback_and_runs_this_python(master):
+    assert f.local_session_env({"spark.master": master}, {}, python="/venv/bin/python") == {
+        "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": "/venv/bin/python"}
+
+
+def test_what_the_user_set_is_kept():
+    env = {"SPARK_LOCAL_IP": "10.0.0.5", "PYSPARK_PYTHON": "/opt/py/bin/python"}
+    assert f.local_session_env({"spark.master": "local[2]"}, env) == {}
+    assert f.local_session_env({}, {"SPARK_LOCAL_IP": "10.0.0.5"}) == {
+        "PYSPARK_PYTHON": sys.executable}  # pyspark's default master is local[*]
+
+
+@pytest.mark.parametrize("confs,env", [
+    ({"spark.master": "yarn"}, {}),
+    ({"spark.master": "spark://10.0.0.1:7077"}, {}),
+    ({"spark.master": "k8s://https://h:443"}, {}),
+    ({}, {"PYSPARK_SUBMIT_ARGS": "--master yarn pyspark-shell"}),
+    ({"spark.master": "local[2]"}, {"PYSPARK_SUBMIT_ARGS": "--master yarn pyspark-shell"}),
+])
+def test_a_cluster_or_unknown_master_gets_nothing(confs, env):
+    """Executors must reach the driver (not on loopback) and run their own Python."""
+    assert f.local_session_env(confs, env) == {}
+    assert f.embedded_confs(confs, env).env == {}

@@ -1,11 +1,15 @@
 """The driver JVM's class archive (io/jvm_startup.py): written at the first start, mapped at
 the next ones, never fighting a profile that manages class data sharing itself."""
 import os
+import shutil
+import subprocess
 import time
 
 import pytest
 
-from python_adapter.io.jvm_startup import JAVA_OPTIONS, OFF, class_archive_confs
+from python_adapter.io.fast_local_fs import helpers_jar
+from python_adapter.io.jvm_startup import (JAVA_OPTIONS, MAX_ARCHIVES, OFF, QUIET_CDS,
+                                          class_archive_confs)
 
 
 @pytest.fixture
@@ -29,7 +33,7 @@ def test_the_first_start_writes_its_own_archive_and_later_ones_map_it(env, tmp_p
     os.utime(written, (old, old))
     mapped = _options(env)
     archive = written.rsplit(".", 1)[0]
-    assert f"-XX:SharedArchiveFile={archive} -Xshare:auto" in mapped and "-Xlog:disable" in mapped
+    assert f"-XX:SharedArchiveFile={archive} -Xshare:auto" in mapped and QUIET_CDS in mapped
     assert os.path.exists(archive) and not os.path.exists(written)
 
 
@@ -80,3 +84,52 @@ def test_a_profile_that_manages_class_sharing_keeps_its_own(env, theirs):
 
 def test_it_can_be_turned_off(env):
     assert class_archive_confs({}, {**env, OFF: "1"}) == {}
+
+
+def _archive_of(env, classpath):
+    """Writes the archive of another key, as its JVM would, and takes it: its path."""
+    written = _options(env, {JAVA_OPTIONS: "-Dx=1", "spark.driver.extraClassPath": classpath})
+    written = written.split("-XX:ArchiveClassesAtExit=")[1].split()[0]
+    with open(written, "wb") as fh:
+        fh.write(b"archive")
+    old = time.time() - 600
+    os.utime(written, (old, old))
+    return written.rsplit(".", 1)[0]
+
+
+def test_the_folder_keeps_at_most_max_archives_the_least_recently_used_going_first(env):
+    """One per java, Spark and classpath (~200 MB each): a new one removes the least recently
+    mapped beyond the cap, whatever their age."""
+    archives = []
+    for n in range(MAX_ARCHIVES + 1):
+        archives.append(_archive_of(env, f"/cp{n}.jar"))
+        assert "-XX:SharedArchiveFile=" in _options(  # taken: the file is complete
+            env, {JAVA_OPTIONS: "-Dx=1", "spark.driver.extraClassPath": f"/cp{n}.jar"})
+        when = time.time() - 3600 * (10 - n)  # mapped n hours after the first
+        os.utime(archives[-1], (when, when))
+    folder = os.path.dirname(archives[0])
+    kept = sorted(p for p in os.listdir(folder) if p.endswith(".jsa"))
+    assert len(kept) == MAX_ARCHIVES
+    assert os.path.basename(archives[0]) not in kept  # the least recently mapped went
+
+
+def _java(*options):
+    """What a real JVM prints: it loads a class of the helpers' jar, which has no main."""
+    done = subprocess.run([shutil.which("java"), *options, "sizedspark.fs.Fields"],
+                          capture_output=True, text=True, timeout=60)
+    return done.stdout + done.stderr
+
+
+def test_only_the_jvms_cds_warnings_are_quieted(tmp_path):
+    """An archive written for another classpath prints a CDS warning when mapped, which the
+    options quiet; any other JVM log line (here a warning about large pages) still shows,
+    as would an error (-Xlog:disable hid them all)."""
+    jar = helpers_jar()
+    for name in ("a.jar", "b.jar"):
+        shutil.copy(jar, tmp_path / name)
+    archive = tmp_path / "a.jsa"
+    _java(f"-XX:ArchiveClassesAtExit={archive}", "-cp", str(tmp_path / "a.jar"))
+    mapped = [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto", "-cp", str(tmp_path / "b.jar")]
+    assert "[warning][cds" in _java(*mapped)
+    assert "[warning][cds" not in _java(*mapped, *QUIET_CDS.split())
+    assert "[warning][pagesize]" in _java("-XX:+UseLargePages", *QUIET_CDS.split())

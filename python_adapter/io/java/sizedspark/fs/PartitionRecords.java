@@ -35,7 +35,10 @@ public final class PartitionRecords {
           PartitioningUtils.parsePathFragment(f.get(i + 2)), System.currentTimeMillis(), -1L,
           Option.<CatalogStatistics>empty()));
     }
-    return PythonUtils.toSeq(out);
+    // by reflection: toSeq returns scala.collection.Seq on Scala 2.12 (Spark 3.5) and
+    // scala.collection.immutable.Seq on 2.13 (Spark 4), so a direct call compiled against
+    // one is a NoSuchMethodError on the other, and the jar ships compiled once
+    return PythonUtils.class.getMethod("toSeq", List.class).invoke(null, out);
   }
 
   /** storage.copy(locationUri = path): by reflection, as the record's fields differ between
