@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame
 
 from python_adapter.io.footers import staged_footers
 from python_adapter.io.fs import HadoopFS
+from python_adapter.spark.job import select_names
 
 FIRST_SAMPLE_ROWS = 20_000
 MAX_SAMPLE_ROWS = 1_000_000
@@ -46,7 +47,7 @@ def measure_bytes_per_row(fs: HadoopFS, df: DataFrame, data_columns: Sequence[st
     """Bytes per row of `df` as Parquet files near the target size; None when df is empty."""
     if total_rows <= 0:
         return None
-    data = df.select(*data_columns)
+    data = select_names(df, data_columns)
     first_rows = min(total_rows, FIRST_SAMPLE_ROWS)
     size, rows = _write_sample(fs, data, total_rows, first_rows, f"{scratch_dir}/sample1")
     if rows == 0:

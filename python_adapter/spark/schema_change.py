@@ -19,7 +19,8 @@ def apply_schema_change(job: WriteJob, existing: TableInfo) -> Tuple[DataFrame, 
     table_types = {c.lower(): t for c, t in existing.columns}
     pset = {c.lower() for c in pcols}
     new_fields = [f for f in df.schema.fields if f.name.lower() not in table_types]
-    missing = [c for c in existing.column_names if c.lower() not in {d.lower() for d in df.columns}]
+    model_names = {f.name.lower() for f in df.schema.fields}  # df.schema: one call into the JVM
+    missing = [c for c in existing.column_names if c.lower() not in model_names]
     retyped = [(f.name, f.dataType.simpleString(), table_types[f.name.lower()])
                for f in df.schema.fields if f.name.lower() in table_types
                and normal_type(table_types[f.name.lower()]) != normal_type(f.dataType.simpleString())]

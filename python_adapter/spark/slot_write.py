@@ -18,6 +18,7 @@ from typing import Callable, ContextManager, Dict, List, Optional, Sequence, Set
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from python_adapter.spark.job import quoted, select_names
 from python_adapter.spark.local_table import local_table
 from python_adapter.core.routing import assign_tasks, routing_keys
 from python_adapter.spark.session_conf import session_conf
@@ -163,15 +164,12 @@ def kept_old_rows(old: DataFrame, keys: Optional[DataFrame], match: Optional[str
 
 def _all_rows(w: SlotWrite, batch_rows, broadcast_keys: bool):
     out = kept_old_rows(w.old, w.keys, w.match, broadcast=broadcast_keys, drop=w.drop).where(
-        "__sized_hit is null").select(*w.columns, SLOT)
+        "__sized_hit is null")
+    out = select_names(out, [*w.columns, SLOT])
     for rows in batch_rows:
         if rows is not None:
-            out = out.unionByName(rows.select(*w.columns, SLOT))
+            out = out.unionByName(select_names(rows, [*w.columns, SLOT]))
     return out
-
-
-def _q(name):
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _colocated(spark, w: SlotWrite, new_weights):
@@ -179,29 +177,29 @@ def _colocated(spark, w: SlotWrite, new_weights):
     old, bound, fresh, columns = w.old, w.bound, w.fresh, w.columns
     kept = kept_old_rows(old, w.keys, w.match, drop=w.drop)
     if bound is None:  # no batch row goes to a rewritten file: its kept old rows are all
-        rewritten = kept.where("__sized_hit IS NULL").select(*columns, SLOT)
+        rewritten = select_names(kept.where("__sized_hit IS NULL"), [*columns, SLOT])
     else:
         types = {f.name.lower(): f.dataType for f in old.schema.fields}
         fresh_names = [f"__sized_n{i}" for i in range(len(columns))]
         bound_types = {f.name.lower(): f.dataType for f in bound.schema.fields}
         if all(bound_types[c.lower()] == types[c.lower()] for c in columns):
-            bound = bound.selectExpr(f"{_q(SLOT)} AS __sized_at", "true AS __sized_bound",
-                                     *[f"{_q(c)} AS {n}" for c, n in zip(columns, fresh_names)])
+            bound = bound.selectExpr(f"{quoted(SLOT)} AS __sized_at", "true AS __sized_bound",
+                                     *[f"{quoted(c)} AS {n}" for c, n in zip(columns, fresh_names)])
         else:
             bound = bound.select(
                 F.col(SLOT).alias("__sized_at"), F.lit(True).alias("__sized_bound"),
                 *[F.col(c).cast(types[c.lower()]).alias(n) for c, n in zip(columns, fresh_names)])
         # Each file's first row comes twice: as itself, and as a probe that the broadcast
         # join turns into the batch rows bound for the file (no aggregation, so no shuffle).
-        rows = (kept.selectExpr("*", f"explode(CASE WHEN {_q(FIRST_ROW)} THEN array(NULL, "
-                                     f"{_q(SLOT)}) ELSE array(CAST(NULL AS BIGINT)) END) AS __sized_at")
+        rows = (kept.selectExpr("*", f"explode(CASE WHEN {quoted(FIRST_ROW)} THEN array(NULL, "
+                                     f"{quoted(SLOT)}) ELSE array(CAST(NULL AS BIGINT)) END) AS __sized_at")
                 .join(F.broadcast(bound), "__sized_at", "left"))
         rewritten = rows.where(
             "CASE WHEN __sized_at IS NOT NULL THEN __sized_bound IS NOT NULL "
             "ELSE __sized_hit IS NULL END").selectExpr(
-            *[f"CASE WHEN __sized_at IS NOT NULL THEN {n} ELSE {_q(c)} END AS {_q(c)}"
-              for c, n in zip(columns, fresh_names)], _q(SLOT))
+            *[f"CASE WHEN __sized_at IS NOT NULL THEN {n} ELSE {quoted(c)} END AS {quoted(c)}"
+              for c, n in zip(columns, fresh_names)], quoted(SLOT))
     if fresh is None or not new_weights:
         return rewritten
     routed, _ = _route(spark, fresh, new_weights)
-    return rewritten.unionByName(routed.select(*columns, SLOT))
+    return rewritten.unionByName(select_names(routed, [*columns, SLOT]))

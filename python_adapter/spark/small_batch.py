@@ -35,7 +35,7 @@ from python_adapter.spark.bloom import bloom_key, write_options
 from python_adapter.spark.constraints import (check_not_null_rows, check_null_counts,
                                               null_counts, refuse_null_like_partitions)
 from python_adapter.spark.job import (RowChanges, Staged, WriteJob, Written, delete_flag,
-                                      resolve_names)
+                                      resolve_names, select_names)
 from python_adapter.spark.staging import known_bytes_per_row, staged_entries
 from python_adapter.spark.table_files import read_files
 from python_adapter.table.timeline import FileEntry, pending_plan_files
@@ -172,11 +172,11 @@ def _stage_new_files(job: WriteJob, batch: DataFrame, staging: str, estimate: in
 def _with_rows_of(job: WriteJob, batch: DataFrame, files: List[FileEntry]) -> DataFrame:
     """The batch's rows in the table's column order, after the rows of `files`."""
     columns = [*job.data_cols, *job.pcols]
-    rows = batch.select(*columns)
+    rows = select_names(batch, columns)
     if not files:
         return rows
     old = read_files(job.spark, job.proto.location, job.read_schema(), [f.path for f in files])
-    return old.select(*columns).unionByName(rows)
+    return select_names(old, columns).unionByName(rows)
 
 
 def _partition_groups(batch: DataFrame, pcols, not_null) -> List[Row]:

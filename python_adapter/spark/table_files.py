@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from python_adapter.spark.job import select_names, string_seq
 from python_adapter.spark.local_table import local_table
 from python_adapter.core.partitions import parse_partition_path
 from python_adapter.spark.session_conf import session_conf
@@ -49,12 +50,10 @@ def _parquet(spark: SparkSession, reader, paths: Sequence[str]) -> DataFrame:
     sends a Python list one element per round trip (~0.07 ms each: 0.2 s for the 3,000
     files of a compaction). Paths holding a newline (legal, but no writer of ours makes
     one) go as a list."""
-    if any("\n" in p for p in paths):
+    seq = string_seq(spark, paths)
+    if seq is None:
         return reader.parquet(*paths)
-    jvm = spark.sparkContext._jvm
-    listed = jvm.java.util.regex.Pattern.compile("\n").splitAsStream("\n".join(paths)) \
-        .collect(jvm.java.util.stream.Collectors.toList())
-    return reader._df(reader._jreader.parquet(jvm.PythonUtils.toSeq(listed)))
+    return reader._df(reader._jreader.parquet(seq))
 
 
 def rows_per_file(spark: SparkSession, location: str, rel_paths: Sequence[str]) -> Dict[str, int]:
@@ -89,7 +88,7 @@ def with_file_values(spark: SparkSession, df: DataFrame, pcols: Sequence[str],
     cond = named["__sized_name"] == files["__sized_name"]
     for i, c in enumerate(pcols):
         cond = cond & named[c].eqNullSafe(files[f"__sized_p{i}"])
-    return named.join(files, cond).select(*df.columns, *columns)
+    return select_names(named.join(files, cond), [*df.columns, *columns])
 
 
 def _values(value):

@@ -25,7 +25,8 @@ from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_u
 from python_adapter.errors import ConfigError
 from python_adapter.spark.bloom import BloomIndex, bloom_key, write_options
 from python_adapter.spark.constraints import check_null_counts, null_counts
-from python_adapter.spark.job import RowChanges, Staged, WriteJob, delete_flag, resolve_names
+from python_adapter.spark.job import (RowChanges, Staged, WriteJob, delete_flag, resolve_names,
+                                      quoted, select_exprs, select_names, worth_caching)
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
 from python_adapter.spark.slot_write import (FIRST_ROW, SLOT, SlotWrite, broadcast_limit,
@@ -327,11 +328,10 @@ class Tagger:
         existing = read_files(self.spark, self.location, self.schema, candidates)
         if self.match is not None:
             existing = existing.where(self.match)
-        existing = existing.select(
-            *[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)],
-            *[F.col(c).alias(f"__sized_op{i}") for i, c in enumerate(pcols)],
-            *[F.col(c).alias(n) for c, n in zip(self.kept, kept_names)],
-            F.col("_metadata.file_path").alias("__sized_file"))
+        renamed = [*zip(keys, key_names), *[(c, f"__sized_op{i}") for i, c in enumerate(pcols)],
+                   *zip(self.kept, kept_names)]
+        existing = select_exprs(existing, [f"{quoted(c)} AS {n}" for c, n in renamed] +
+                                ["_metadata.file_path AS __sized_file"])
         # Keep only the table's rows whose key comes in before the outer join: the batch's
         # keys are small next to the table, so this streams the table past them once.
         probe = batch.select(*[F.col(k).alias(key_names[i]) for i, k in enumerate(keys)])
@@ -351,12 +351,8 @@ class Tagger:
             # partitions hold (one that moved: written twice) never matches twice
             cond = cond & batch[c].eqNullSafe(existing[f"__sized_op{i}"])
         tagged = batch.join(existing, cond, "left").drop(*key_names)
-        # A matched row keeps the table's values of the kept columns (partition columns
-        # included: then it stays where it was).
-        for c, old in zip(self.kept, kept_names):
-            tagged = tagged.withColumn(c, F.when(F.col("__sized_file").isNotNull(),
-                                                 F.col(old).cast(batch.schema[c].dataType))
-                                       .otherwise(F.col(c))).drop(old)
+        if self.kept:
+            tagged = _keeping(batch, tagged, dict(zip(self.kept, kept_names)))
         same = F.lit(True)
         for i, c in enumerate(pcols):
             same = same & F.col(c).eqNullSafe(F.col(f"__sized_op{i}"))
@@ -454,6 +450,29 @@ class Tagger:
         return groups, spark_path_of
 
 
+def _keeping(batch: DataFrame, tagged: DataFrame, kept: Dict[str, str]) -> DataFrame:
+    """The tagged rows where a matched row keeps the table's values of the kept columns
+    ({column: the column of the table's value}; partition columns included: then it stays
+    where it was). One select of SQL text: a withColumn per column analyzes the whole plan
+    each time, O(columns^2) for a snapshot of a wide table (merge_update_columns: every
+    column but one kept, issue 46)."""
+    types = {f.name: f.dataType for f in tagged.schema.fields}
+    olds = set(kept.values())
+    exprs = []
+    for c in types:
+        if c in olds:
+            continue
+        if c not in kept:
+            exprs.append(quoted(c))
+            continue
+        old = quoted(kept[c])
+        if types[kept[c]] != types[c]:  # the batch's type: a schema change casts the batch
+            old = f"CAST({old} AS {batch._jdf.schema().apply(c).dataType().sql()})"
+        exprs.append(f"CASE WHEN __sized_file IS NOT NULL THEN {old} ELSE {quoted(c)} END "
+                     f"AS {quoted(c)}")
+    return select_exprs(tagged, exprs)
+
+
 def looks_across_partitions(cfg: SizedConfig) -> bool:
     """index_scope global: keys are unique across the table, so a key not in its partition's
     files is looked for in the others; partition: a key is matched in its own partition."""
@@ -490,7 +509,7 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
     the output files are staged under `staging`. current: the table's files now, with the
     key ranges the timeline recorded."""
     df, cfg, progress = job.df, job.cfg, job.progress
-    cache = df.storageLevel == StorageLevel.NONE  # a caller's cache is the caller's to drop
+    cache = df.storageLevel == StorageLevel.NONE and _worth_caching_batch(job, df)
     cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cache else df
     key_check = None
     try:
@@ -523,6 +542,18 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
     summary = plan.summary
     return Staged(added, removed, summary["new_files"] + summary["files_rewritten"], bpr,
                   {f.partition for f in current}, len(current), RowChanges(**plan.rows))
+
+
+def _worth_caching_batch(job: WriteJob, df: DataFrame) -> bool:
+    """Whether an upsert caches its batch. Not a small batch whose plan only scans (no
+    shuffle, deterministic: job.worth_caching) and that Spark estimates small without a
+    cache (small_batch.small_estimate: no generator): the key check, the tagging and the
+    write read it again for less than a cache of every column costs to build (7 s for 50
+    rows of 2,000 columns, issue 46). Others are cached, and a small batch of unknown size
+    (rows from Python) then measured by its cache. Asked of a plan of its own: df's plan,
+    once planned, would not read a cache made after."""
+    probe = df.select("*")
+    return worth_caching(probe) or small_estimate(job, probe) is None
 
 
 def _passes(pcols, key_check: KeyCheck, current: List[FileEntry]
@@ -651,14 +682,14 @@ def _merged_rows(job: WriteJob, key_check: KeyCheck, found: KeysFound, files: Li
     nulls = Observation() if tagger.not_null else None
     if nulls is not None:
         new = new.observe(nulls, *null_counts(tagger.not_null))
-    new = new.select(*columns)
+    new = select_names(new, columns)
     if not files:  # the batch's rows alone (no file to read)
         return new, changes, nulls
     old = tagger.with_file_path(read_files(job.spark, job.proto.location, tagger.schema,
                                            [f.path for f in files]))
     keys_df = tagger.replaced_keys(tagging, batch)
     kept = kept_old_rows(old, keys_df, tagger.match).where("__sized_hit is null")
-    return kept.select(*columns).unionByName(new), changes, nulls
+    return select_names(kept, columns).unionByName(new), changes, nulls
 
 
 def _write_upsert(job, key_check, passes, bpr, staging, current):
@@ -750,7 +781,8 @@ def _slot_write(job, plan: UpsertPlan, tagged, tagger, spark_path_of, current,
         files = tagger.with_file_path(
             files.withColumn(FIRST_ROW, F.col("_metadata.row_index") == 0))
         old = with_file_values(spark, files, pcols, {s.file: s.slot for s in rewrites},
-                               SLOT).select(*columns, SLOT, FIRST_ROW, *tagger.old_row_file)
+                               SLOT)
+        old = select_names(old, [*columns, SLOT, FIRST_ROW, *tagger.old_row_file])
         if keys:  # an incoming key replaces (or deletes) its old row
             keys_df = tagger.replaced_keys(tagged)
         updated = [(spark_path_of[s.file], s.slot) for s in rewrites if s.file in spark_path_of]
@@ -758,7 +790,7 @@ def _slot_write(job, plan: UpsertPlan, tagged, tagger, spark_path_of, current,
             upd_map = F.broadcast(local_table(spark, [("__sized_file", "string"), (SLOT, "bigint")],
                                               updated))
             updates = tagged.where("__sized_same and not __sized_del").join(upd_map, "__sized_file")
-            bound.append(updates.select(*columns, SLOT))
+            bound.append(select_names(updates, [*columns, SLOT]))
     to_rewrites, to_new = _insert_rows(spark, plan, tagged, keys or columns, columns, pcols)
     entry = {f.path: f for f in current}
     return SlotWrite(old=old, keys=keys_df, bound=_union(bound + [to_rewrites]), fresh=to_new,
@@ -789,5 +821,5 @@ def _insert_rows(spark, plan, tagged, hashed, columns, pcols):
         cond = (ins["__sized_u"] >= imap["__sized_lo"]) & (ins["__sized_u"] < imap["__sized_hi"])
         for i, col in enumerate(pcols):
             cond = cond & ins[col].cast("string").eqNullSafe(imap[f"__sized_p{i}"])
-        out[to_rewrite] = ins.join(imap, cond).select(*columns, SLOT)
+        out[to_rewrite] = select_names(ins.join(imap, cond), [*columns, SLOT])
     return out[True], out[False]

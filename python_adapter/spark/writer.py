@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from python_adapter.core.config import SizedConfig, check_columns
+from python_adapter.core.notice import Notice
 from python_adapter.core.partitions import check_partition_texts
 from python_adapter.core.planning import plan_partitions, plan_static
 from python_adapter.core.sizes import format_size
@@ -134,7 +135,7 @@ def _inline(job, service, run) -> None:
     try:
         run()
     except LockError as exc:  # the write is committed; the service waits for the next one
-        job.progress(f"inline {service} skipped: {exc}")
+        job.progress(Notice(f"inline {service} skipped: {exc}"))
 
 
 def _table_or_none(spark, table):

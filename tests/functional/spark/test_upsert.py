@@ -709,3 +709,63 @@ def test_a_microbatch_batch_replaces_exactly_the_rows_of_its_window(spark, schem
     assert got == [(1, "a"), (2, "b"), (3, "C"), (5, "e"), (6, "f")]
     assert (result.changes.inserted, result.changes.deleted) == (2, 2)
     assert [len(f) for f in files_by_partition(spark, schema, "mb").values()] == [1, 1, 1]
+
+
+# (Spark type, SQL of a value from id and version v): the wide table's columns cycle through
+WIDE_TYPES = [("int", "cast(id * {i} + v as int)"), ("bigint", "id * 1000 + {i} + v"),
+              ("double", "(id + v) / {i}.0"), ("string", "concat('c{i}-', id, '-v', v)"),
+              ("date", "date_add(date'2024-01-01', cast(id + {i} + v as int))"),
+              ("decimal(18,2)", "cast((id * {i} + v) / 7 as decimal(18,2))"),
+              ("boolean", "(id + {i} + v) % 3 = 0")]
+
+
+def _wide_rows(spark, ids, version, columns):
+    """Rows of a wide table (ids: ranges): id, columns - 2 columns of mixed types (each value from the id
+    and the version), day (one of 4, by id)."""
+    exprs = [f"cast({WIDE_TYPES[i % len(WIDE_TYPES)][1].format(i=i)} as "
+             f"{WIDE_TYPES[i % len(WIDE_TYPES)][0]}) as c{i}" for i in range(1, columns - 1)]
+    rows = None
+    for r in ids:  # ranges: a SQL plan, as a dbt model's, that Spark can size
+        part = spark.range(r.start, r.stop, r.step).selectExpr("id", f"{version} as v")
+        rows = part if rows is None else rows.unionByName(part)
+    return rows.selectExpr("id", *exprs, "date_add(date'2025-01-01', cast(id % 4 as int)) as day")
+
+
+WIDE_WAYS = {"small": {}, "planned": {"insert_split_size": 10**6},
+             "small_kept": {"merge_update_columns": ["c1"]},
+             "planned_kept": {"merge_update_columns": ["c1"], "insert_split_size": 10**6}}
+
+
+@pytest.mark.parametrize("way", list(WIDE_WAYS))
+def test_an_upsert_into_a_wide_table_gives_exactly_the_right_rows(spark, schema, way):
+    """Issue 46: a table of 300 columns of mixed types. An upsert of updates (every column
+    changed) and inserts, by the small upsert's merge and by the planned way, leaves each
+    key's row as the batch or the table had it, every column (with merge_update_columns a
+    matched row takes only those from the batch), as Spark and DuckDB read it."""
+    from tests.functional.readers import duckdb_rows, local_dir
+
+    columns = 300
+    table = TableRef(schema, f"wide_{way}")
+    c = cfg(target_file_size=64_000_000, small_file_limit=48_000_000, **WIDE_WAYS[way])
+    base = _wide_rows(spark, [range(120)], 1, columns)
+    batch = _wide_rows(spark, [range(0, 120, 7), range(500, 530)], 2, columns)
+    write_dataframe(spark, base, table, c, **QUIET)
+    logged = []
+    result = write_dataframe(spark, batch, table, c, log=logged.append)
+    assert any("small upsert" in m for m in logged) == way.startswith("small"), "\n".join(logged)
+    assert (result.changes.inserted, result.changes.updated) == (30, 18)
+
+    names = base.columns
+    expected = {r["id"]: tuple(r) for r in base.collect()}
+    taken = {names.index(n) for n in (c.merge_update_columns or names)}
+    for r in batch.collect():
+        old = expected.get(r["id"], r)
+        expected[r["id"]] = tuple(r[i] if i in taken else old[i] for i in range(len(names)))
+    want = sorted(expected.values())
+    got = sorted(tuple(r) for r in spark.table(f"{schema}.{table.identifier}")
+                 .select(*names).collect())
+    assert got == want
+    location = local_dir(describe_table(spark, table).location)
+    day = names.index("day")  # DuckDB reads the partition value as its directory's text
+    as_text = [tuple(str(x) if i == day else x for i, x in enumerate(r)) for r in want]
+    assert duckdb_rows(location, names) == sorted(as_text, key=repr)
