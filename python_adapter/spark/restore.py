@@ -7,6 +7,7 @@ state the table no longer holds come back from where the instants after T set th
 as long as the cleaner has not deleted them. The restore instant adds those back and sets
 aside the current files that state did not hold; files in both stay.
 """
+from dataclasses import replace
 from typing import Callable
 
 from pyspark.sql import SparkSession
@@ -41,8 +42,10 @@ def restore_table(spark: SparkSession, table: TableRef, instant: str,
             rel = copy[len(proto.replaced_dir):].lstrip("/")
             return copy.startswith(proto.replaced_dir) and rel.split("/")[0] in kept_dirs
 
-        plan = plan_restore(history, current, instant,
-                            kept=lambda copy: in_kept_dir(copy) and fs.exists(copy))
+        plan = plan_restore(history, current, instant, kept=in_kept_dir)
+        if plan.possible:  # and each copy really there: one listing per directory
+            there = fs.existing(f.moved_path for f in plan.back)
+            plan = replace(plan, missing=tuple(f for f in plan.back if f.moved_path not in there))
         if not plan.possible:
             can = restorable_instants(history, current, kept=in_kept_dir)
             raise ConfigError(f"instant: {instant!r} cannot be restored: {_why(plan, timeline)}"
