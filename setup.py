@@ -70,14 +70,20 @@ class BuildPyWithJar(build_py):
             jar = os.path.join(self.build_lib, "python_adapter", "io", fs.JAR_NAME)
             try:
                 fs.compile_jar(_javac(), _spark_jars(), jar)
+                if fs.has_connect(_spark_jars()):  # Spark 4: the Connect server's extension
+                    fs.compile_jar(_javac(), _spark_jars(), os.path.join(
+                        os.path.dirname(jar), fs.CONNECT_JAR_NAME), connect=True)
             except fs.Unavailable as e:
                 raise SystemExit(f"dbt-sized-spark: compiling the Java helpers failed: {e}")
 
     def get_outputs(self, include_bytecode=True):
         outputs = super().get_outputs(include_bytecode)
         if not self.editable_mode:
-            outputs.append(os.path.join(self.build_lib, "python_adapter", "io",
-                                        _fast_local_fs().JAR_NAME))
+            fs = _fast_local_fs()
+            outputs.append(os.path.join(self.build_lib, "python_adapter", "io", fs.JAR_NAME))
+            if fs.has_connect(_spark_jars()):
+                outputs.append(os.path.join(self.build_lib, "python_adapter", "io",
+                                            fs.CONNECT_JAR_NAME))
         return outputs
 
 

@@ -38,6 +38,11 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _SOURCES = os.path.join(_HERE, "java")
 JAR_NAME = "sized-spark-helpers.jar"
 SHIPPED_JAR = os.path.join(_HERE, JAR_NAME)  # put there by the wheel's build (setup.py)
+# The Spark Connect server's extension (python_adapter/io/connect_client.py): the helpers and
+# the plugin, one jar for a server's --jars. Built against Spark 4's spark-connect jar only.
+_CONNECT_SOURCES = os.path.join(_HERE, "java_connect")
+CONNECT_JAR_NAME = "sized-spark-connect.jar"
+SHIPPED_CONNECT_JAR = os.path.join(_HERE, CONNECT_JAR_NAME)
 JAVA_RELEASE = "17"  # the Java that Spark 3.5 and 4.x both run on
 _LOCAL = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?")
 
@@ -135,8 +140,15 @@ def find_javac(env: Mapping[str, str]) -> str:
     return candidate
 
 
-def _sources():
-    return sorted(glob.glob(os.path.join(_SOURCES, "**", "*.java"), recursive=True))
+def _sources(connect: bool = False):
+    roots = [_SOURCES, _CONNECT_SOURCES] if connect else [_SOURCES]
+    return sorted(path for root in roots
+                  for path in glob.glob(os.path.join(root, "**", "*.java"), recursive=True))
+
+
+def has_connect(spark_jars: str) -> bool:
+    """Whether these Spark jars hold the Connect server (Spark 4's pyspark wheel does)."""
+    return bool(glob.glob(os.path.join(spark_jars, "spark-connect_*.jar")))
 
 
 def cache_dir(env: Mapping[str, str]) -> str:
@@ -144,18 +156,19 @@ def cache_dir(env: Mapping[str, str]) -> str:
     return os.path.join(base, "dbt-sized-spark")
 
 
-def compile_jar(javac: str, spark_jars: str, jar: str) -> None:
+def compile_jar(javac: str, spark_jars: str, jar: str, connect: bool = False) -> None:
     """Compiles the helpers' sources with `javac` against the jars in `spark_jars` into
     `jar`, replaced atomically (a concurrent reader sees no jar or a whole one). The wheel's
     build calls it too (setup.py), so this module imports nothing outside the standard
-    library at its top. Raises Unavailable when javac fails."""
+    library at its top. With `connect`, the Connect server's extension too (its jar).
+    Raises Unavailable when javac fails."""
     out_dir = os.path.dirname(os.path.abspath(jar))
     os.makedirs(out_dir, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
         classes = os.path.join(tmp, "classes")
         done = subprocess.run(
             [javac, "--release", JAVA_RELEASE, "-nowarn", "-d", classes,
-             "-cp", os.path.join(spark_jars, "*"), *_sources()],
+             "-cp", os.path.join(spark_jars, "*"), *_sources(connect)],
             capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             raise Unavailable(f"javac failed: {done.stderr.strip()[-2000:]}")
@@ -168,9 +181,10 @@ def compile_jar(javac: str, spark_jars: str, jar: str) -> None:
         os.replace(staged, jar)
 
 
-def build_jar(env: Optional[Mapping[str, str]] = None) -> str:
-    """A source checkout's jar: compiled now unless a jar of these sources against these
-    Spark jars and this javac is cached. Raises Unavailable."""
+def build_jar(env: Optional[Mapping[str, str]] = None, connect: bool = False) -> str:
+    """A source checkout's jar (with `connect`, the Connect server's): compiled now unless a
+    jar of these sources against these Spark jars and this javac is cached. Raises
+    Unavailable."""
     env = os.environ if env is None else env
     javac = find_javac(env)
     jars = spark_jars_dir(env)
@@ -178,14 +192,17 @@ def build_jar(env: Optional[Mapping[str, str]] = None) -> str:
     if not any(name.startswith("hadoop-") for name in spark_jars):
         raise Unavailable(f"no Hadoop jars in {jars}")
     digest = hashlib.sha256()
-    for path in _sources():
+    if connect and not has_connect(jars):
+        raise Unavailable(f"no Spark Connect jar in {jars}: the server extension needs Spark 4")
+    for path in _sources(connect):
         with open(path, "rb") as fh:
             digest.update(path.encode() + b"\0" + fh.read())
     # every jar compiled against (Hadoop, Parquet) and the compiler: a new pyspark rebuilds
     digest.update("\0".join([os.path.realpath(javac), JAVA_RELEASE, *spark_jars]).encode())
-    jar = os.path.join(cache_dir(env), f"sized-local-fs-{digest.hexdigest()[:16]}.jar")
+    stem = "sized-connect" if connect else "sized-local-fs"
+    jar = os.path.join(cache_dir(env), f"{stem}-{digest.hexdigest()[:16]}.jar")
     if not os.path.exists(jar):
-        compile_jar(javac, jars, jar)
+        compile_jar(javac, jars, jar, connect)
     return jar
 
 
@@ -193,6 +210,13 @@ def helpers_jar(env: Optional[Mapping[str, str]] = None, shipped: str = SHIPPED_
     """The jar to start the JVM with: the one the wheel ships, else (a source checkout) one
     compiled now or cached. Raises Unavailable."""
     return shipped if os.path.isfile(shipped) else build_jar(env)
+
+
+def connect_jar(env: Optional[Mapping[str, str]] = None,
+                shipped: str = SHIPPED_CONNECT_JAR) -> str:
+    """The jar a Spark Connect server loads (`--jars`): the one the wheel ships, else one
+    compiled now or cached. Raises Unavailable."""
+    return shipped if os.path.isfile(shipped) else build_jar(env, connect=True)
 
 
 def local_session_env(confs: Mapping[str, str], env: Mapping[str, str],

@@ -7,9 +7,10 @@ a Spark job, which spreads the footer reads over the executors.
 """
 from typing import List, Optional, Tuple
 
-from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
+from python_adapter.io.connect_client import RemoteError, call, is_connect
+from python_adapter.io.jvm_errors import Py4JJavaError
 from python_adapter.io.fast_local_fs import decode_fields, jar_loaded
 from python_adapter.io.fs import local_path
 
@@ -18,6 +19,12 @@ def staged_footers(spark: SparkSession, staging: str, key_col: Optional[str] = N
                    ) -> Optional[List[Tuple[str, int, int, str, str]]]:
     """[(uri, bytes, rows, key min, key max)] of the visible Parquet files below `staging`
     (a qualified URI), or None when the footers are to be read by a Spark job."""
+    if is_connect(spark):  # read in the server, where the storage is
+        try:
+            text = call(spark, "fs.footers", path=staging, key=key_col)
+        except RemoteError:
+            return None
+        return _rows(text)
     jvm = spark.sparkContext._jvm
     if local_path(staging) is None or not jar_loaded(jvm):
         return None
@@ -26,5 +33,9 @@ def staged_footers(spark: SparkSession, staging: str, key_col: Optional[str] = N
             spark.sparkContext._jsc.hadoopConfiguration(), staging, key_col)
     except Py4JJavaError:  # e.g. a jar built against another Parquet: the Spark job reads them
         return None
+    return _rows(text)
+
+
+def _rows(text):
     return [(uri, int(size), int(rows), kmin, kmax)
             for uri, size, rows, kmin, kmax in decode_fields(str(text), 5)]

@@ -11,9 +11,9 @@ import stat
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
+from python_adapter.io.jvm_errors import Py4JJavaError
 from python_adapter.io.fast_local_fs import decode_fields, jar_loaded
 
 # Hadoop's FileStatus.toString(): "<Class>{path=...; isDirectory=...; length=... (files only);
@@ -374,3 +374,15 @@ def parse_status_text(text: str) -> Optional[FileStatus]:
     return FileStatus(path=path, name=path.rstrip("/").rsplit("/", 1)[-1], is_dir=is_dir,
                       size=0 if is_dir else int(m.group("len") or 0),
                       modified_ms=int(m.group("mtime")))
+
+
+def filesystem(spark: SparkSession):
+    """The engine's filesystem for a session: HadoopFS (py4j) in a session with a JVM, the
+    Connect server's over `method: connect` (python_adapter/io/connect_fs.py)."""
+    from python_adapter.io.connect_client import is_connect
+
+    if is_connect(spark):
+        from python_adapter.io.connect_fs import ConnectFS
+
+        return ConnectFS(spark)
+    return HadoopFS(spark)

@@ -8,6 +8,9 @@ from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from python_adapter.io.connect_client import is_connect
+from python_adapter.io.session_info import case_sensitive
+from python_adapter.spark import connect_catalog as remote
 from python_adapter.core.notice import Notice
 from python_adapter.core.partitions import parse_partition_path
 from python_adapter.errors import WriteError
@@ -60,6 +63,14 @@ def describe_table(spark: SparkSession, table: TableRef) -> Optional[TableInfo]:
     the table exist before it looks the table up). Gives what DESCRIBE shows, char and
     varchar columns as string."""
     db, name = _catalog_names(spark, table)
+    if is_connect(spark):
+        got = remote.describe(spark, db, name)
+        return None if got is None else TableInfo(
+            location=got["location"],
+            columns=tuple((f.name, f.dataType.simpleString()) for f in got["schema"].fields),
+            partition_columns=tuple(got["partition_columns"]), provider=got["provider"].lower(),
+            table_type=got["table_type"].upper(), input_format=got["input_format"],
+            read_schema=got["schema"])
     try:
         meta = spark._jsparkSession.sharedState().externalCatalog().getTable(db, name)
     except Exception as exc:  # py4j's error, or pyspark's AnalysisException made of it
@@ -89,7 +100,7 @@ _NOT_FOUND = re.compile(r"NoSuch(?:Table|Database)Exception|TABLE_OR_VIEW_NOT_FO
 def _catalog_names(spark: SparkSession, table: TableRef) -> Tuple[str, str]:
     """(database, table) as the session catalog hands them to the external catalog:
     lower-cased unless spark.sql.caseSensitive."""
-    if spark._jsparkSession.sessionState().conf().caseSensitiveAnalysis():
+    if case_sensitive(spark):
         return table.schema, table.identifier
     return table.schema.lower(), table.identifier.lower()
 
@@ -136,7 +147,9 @@ def forget_cached_relation(spark: SparkSession, table: TableRef) -> None:
     spark.catalog.refreshTable does that after resolving the table (a metastore lookup, and
     for an unpartitioned table a listing thrown away), so that it can then re-cache data a
     CACHE TABLE holds of it: it runs only when the session holds cached data."""
-    if spark._jsparkSession.sharedState().cacheManager().isEmpty():
+    if is_connect(spark):
+        remote.uncache(spark, table.schema, table.identifier, "forget")
+    elif spark._jsparkSession.sharedState().cacheManager().isEmpty():
         drop_cached_relation(spark, table)
     else:
         spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
@@ -153,6 +166,9 @@ def refresh_relation_in_place(spark: SparkSession, table: TableRef) -> None:
     from the cache, which a plan already analyzed never sees; this must run before any
     change of the table's metadata, which drops it too. No metastore call: a table not
     cached has no plan to refresh."""
+    if is_connect(spark):
+        remote.uncache(spark, table.schema, table.identifier, "refresh")
+        return
     catalog = spark._jsparkSession.sessionState().catalog()
     name = catalog.qualifyIdentifier(_table_identifier(spark, table))
     cached = catalog.getCachedTable(spark._jvm.org.apache.spark.sql.catalyst.QualifiedTableName
@@ -170,6 +186,9 @@ def _table_identifier(spark: SparkSession, table: TableRef):
 
 def drop_cached_relation(spark: SparkSession, table: TableRef) -> None:
     """The session's cached relation of the table dropped (no lookup, no listing)."""
+    if is_connect(spark):
+        remote.uncache(spark, table.schema, table.identifier, "drop")
+        return
     spark._jsparkSession.sessionState().catalog().invalidateCachedTable(
         _table_identifier(spark, table))
 
@@ -191,6 +210,8 @@ def table_location(spark: SparkSession, table: TableRef) -> str:
         return f"{table.location_root.rstrip('/')}/{table.identifier}"
     db, _name = _catalog_names(spark, table)
     try:
+        if is_connect(spark):
+            return f"{remote.database_location(spark, db).rstrip('/')}/{table.identifier.lower()}"
         uri = spark._jsparkSession.sharedState().externalCatalog().getDatabase(db).locationUri()
     except Exception as exc:  # py4j's error, or pyspark's AnalysisException made of it
         if _NOT_FOUND.search(str(exc)):
@@ -249,6 +270,10 @@ def set_table_type(spark: SparkSession, table: TableRef, external: bool) -> None
     """Make a table EXTERNAL or MANAGED in the metastore, files untouched. Spark's SQL has no
     statement for it ('EXTERNAL' is a reserved property), so the catalog's own table record
     is copied with the other type and altered in the external catalog."""
+    if is_connect(spark):
+        if remote.set_table_type(spark, table.schema, table.identifier, external):
+            forget_cached_relation(spark, table)
+        return
     jvm = spark._jvm
     catalog = spark._jsparkSession.sharedState().externalCatalog()
     current = catalog.getTable(table.schema, table.identifier)
@@ -263,6 +288,8 @@ def set_table_type(spark: SparkSession, table: TableRef, external: bool) -> None
 
 def table_property(spark: SparkSession, table: TableRef, key: str) -> Optional[str]:
     """A table property's value, None when unset."""
+    if is_connect(spark):
+        return remote.table_property(spark, table.schema, table.identifier, key)
     props = spark._jsparkSession.sharedState().externalCatalog() \
         .getTable(table.schema, table.identifier).properties()
     value = props.get(key)
@@ -311,6 +338,10 @@ def set_data_columns(spark: SparkSession, table: TableRef,
     """
     from pyspark.sql.types import StructType
 
+    if is_connect(spark):
+        remote.set_data_schema(spark, table.schema, table.identifier, StructType(list(fields)))
+        forget_cached_relation(spark, table)
+        return
     jschema = spark._jsparkSession.parseDataType(StructType(list(fields)).json())
     spark._jsparkSession.sharedState().externalCatalog().alterTableDataSchema(
         table.schema, table.identifier, jschema)
@@ -324,6 +355,8 @@ def registered_partitions(spark: SparkSession, table: TableRef) -> Set[str]:
     partition: the external catalog's, which SHOW PARTITIONS makes after parsing and
     planning a statement."""
     db, name = _catalog_names(spark, table)
+    if is_connect(spark):
+        return remote.partition_names(spark, db, name)
     return set(_seq_strings(spark._jsparkSession.sharedState().externalCatalog()
                             .listPartitionNames(db, name, spark._jvm.scala.Option.empty())))
 

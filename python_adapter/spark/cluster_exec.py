@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from python_adapter.io.session_info import default_parallelism, num_partitions
 from python_adapter.core.notice import Notice
 from python_adapter.core.clustering import grid_cells, plan_groups
 from python_adapter.core.compaction import (SPLIT_RATIO, pack_outputs, partition_filter,
@@ -519,7 +520,7 @@ def _jobs(spark, plan, groups) -> List[_Job]:
 def _packed_job(spark, groups, outputs, part, aligned) -> _Job:
     """A compaction job: the groups' output files packed into tasks."""
     count, first = pack_outputs([(g, part[g], outputs[g]) for g in groups],
-                                TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
+                                TASKS_PER_CORE * default_parallelism(spark))
     tasks = [{} for _ in range(count)]
     for g in groups:
         for k in range(outputs[g]):
@@ -602,7 +603,7 @@ def _write_aligned(locked, job: _Job, schema, where) -> bool:
         by_task[job.first[g]] += [f.path for f in files]
     rows = read_per_task(spark, locked.proto.location, schema, by_task, pcols)
     with session_conf(spark, _ONE_TASK_SCAN):  # the scans are planned here
-        planned = rows.rdd.getNumPartitions()
+        planned = num_partitions(rows)
         if planned != len(by_task):
             locked.log(f"Spark planned {planned} tasks for {len(by_task)} file lists; "
                        f"rewriting with a shuffle instead")

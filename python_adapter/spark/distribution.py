@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from python_adapter.io.session_info import default_parallelism
 from python_adapter.core.planning import PartitionPlan, file_id_ranges
 from python_adapter.core.routing import assign_tasks, routing_keys
 
@@ -95,7 +96,7 @@ def _exact(spark, df, partition_by, plans, bytes_per_row=None):
     hash lands on that task (no collisions, no sampling)."""
     ranges = file_id_ranges(plans)
     total = sum(plan.files for _, _, plan in ranges)
-    task_of, n_tasks = exact_tasks(plans, bytes_per_row, spark.sparkContext.defaultParallelism)
+    task_of, n_tasks = exact_tasks(plans, bytes_per_row, default_parallelism(spark))
     keys = routing_keys(n_tasks)
     route_df = spark.createDataFrame(
         [(fid, keys[task_of[fid]]) for fid in range(total)],

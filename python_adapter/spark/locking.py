@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from python_adapter.core.sizes import format_count
 from python_adapter.errors import WriteError
-from python_adapter.io.fs import HadoopFS
+from python_adapter.io.fs import HadoopFS, filesystem
 from python_adapter.spark.catalog import (TableInfo, TableRef, describe_table,
                                           refresh_relation_in_place, registered_partitions,
                                           require_parquet)
@@ -31,7 +31,7 @@ def open_table(spark: SparkSession, table: TableRef, info: Optional[TableInfo] =
     info = info or describe_table(spark, table)
     if info is None:
         raise WriteError(f"table {table.quoted} does not exist")
-    fs = HadoopFS(spark)
+    fs = filesystem(spark)
     return info, fs, fs.qualify(info.location)
 
 
@@ -41,7 +41,7 @@ def locked_locations(spark: SparkSession, table: TableRef, operation: str,
                      lock: LockOptions = LockOptions()) -> Iterator[List[CommitProtocol]]:
     """Yields [CommitProtocol] for the table's locations (qualified; the first is where the
     write goes), each with its writer lock held and its unfinished instants rolled back."""
-    fs = HadoopFS(spark)
+    fs = filesystem(spark)
     protos = [CommitProtocol(fs, loc, log=log) for loc in dict.fromkeys(locations)]
     held = []
     try:

@@ -15,7 +15,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Tuple
 from pyspark.sql import SparkSession
 
 from python_adapter.core.partitions import parse_partition_path
+from python_adapter.io.connect_client import is_connect
 from python_adapter.io.fast_local_fs import encode_fields, jar_loaded
+from python_adapter.spark import connect_catalog as remote
 from python_adapter.spark.catalog import TableRef, registered_partitions, sql_string
 from python_adapter.spark.scala_records import (CaseCopy, CaseNew, case_copy,
                                                  copy_parameter_types)
@@ -41,8 +43,11 @@ class MetastorePartitions:
     their statistics: Spark's SQL cannot give a partition parameters."""
 
     def __init__(self, spark: SparkSession, table: TableRef) -> None:
-        self.spark, self.table, self.jvm = spark, table, spark._jvm
-        self.catalog = spark._jsparkSession.sharedState().externalCatalog()
+        self.spark, self.table = spark, table
+        self.remote = is_connect(spark)
+        if not self.remote:
+            self.jvm = spark._jvm
+            self.catalog = spark._jsparkSession.sharedState().externalCatalog()
         self._storage = None
 
     def register(self, parts: PartitionStats) -> None:
@@ -63,7 +68,10 @@ class MetastorePartitions:
             self.alter({p: s for p, s in parts.items() if p in known})
 
     def alter(self, parts: PartitionStats) -> None:
-        if parts:
+        if parts and self.remote:
+            remote.partitions(self.spark, self.table.schema, self.table.identifier, "alter",
+                              fields=_fields(parts))
+        elif parts:
             self.catalog.alterPartitions(self.table.schema, self.table.identifier,
                                          self._records(parts))
 
@@ -73,7 +81,10 @@ class MetastorePartitions:
         managed table's partition directory that is gone logs an ERROR (FileUtils: "Failed
         to delete")."""
         parts = list(parts)
-        if parts:
+        if parts and self.remote:
+            remote.partitions(self.spark, self.table.schema, self.table.identifier, "drop",
+                              parts=parts)
+        elif parts:
             parse = self.jvm.org.apache.spark.sql.execution.datasources.PartitioningUtils \
                 .parsePathFragment
             specs = self.jvm.org.apache.spark.api.python.PythonUtils.toSeq(
@@ -82,7 +93,10 @@ class MetastorePartitions:
                                         True, False, True)  # if exists, no purge, keep data
 
     def _create(self, parts: PartitionStats, if_not_exists: bool) -> None:
-        if parts:
+        if parts and self.remote:
+            remote.partitions(self.spark, self.table.schema, self.table.identifier, "create",
+                              fields=_fields(parts), if_not_exists=if_not_exists)
+        elif parts:
             self.catalog.createPartitions(self.table.schema, self.table.identifier,
                                           self._records(parts), if_not_exists)
 
@@ -94,12 +108,9 @@ class MetastorePartitions:
         if self._storage is None:
             self._storage = self.catalog.getTable(self.table.schema,
                                                   self.table.identifier).storage()
-        rows = [(rel, path, "/".join(f"{k}={v}" for k, v in stats_parameters(stats).items()))
-                for rel, (path, stats) in sorted(parts.items())]
         if jar_loaded(self.jvm):  # one call for all: py4j costs a round trip per call
-            return self.jvm.sizedspark.fs.PartitionRecords.build(
-                self._storage, encode_fields([field for row in rows for field in row]))
-        return self._records_by_py4j(rows)
+            return self.jvm.sizedspark.fs.PartitionRecords.build(self._storage, _fields(parts))
+        return self._records_by_py4j(_rows(parts))
 
     def _records_by_py4j(self, rows: List[Tuple[str, str, str]]) -> Any:
         """The same, a few py4j calls per partition (a session without the helper jar)."""
@@ -115,17 +126,32 @@ class MetastorePartitions:
             for rel, path, params in rows])
 
 
+def _rows(parts: PartitionStats) -> List[Tuple[str, str, str]]:
+    """(directory relative to the table, its path, "k=v/k=v" parameters) of each partition."""
+    return [(rel, path, "/".join(f"{k}={v}" for k, v in stats_parameters(stats).items()))
+            for rel, (path, stats) in sorted(parts.items())]
+
+
+def _fields(parts: PartitionStats) -> str:
+    """_rows in PartitionRecords' text encoding."""
+    return encode_fields([field for row in _rows(parts) for field in row])
+
+
 def write_table_stats(spark: SparkSession, table: TableRef, stats: FileStats) -> None:
     """The table's statistics as Hive's table parameters (an unpartitioned table's numFiles
     and totalSize Hive lists again itself, to the same figures), with any of Spark's own
     statistics keys removed, in one metastore call on the table's raw record, as Spark's
     alterTableStats makes it (an ALTER TABLE ... SET TBLPROPERTIES statement is parsed,
     planned and checked first, 3-4 times as long). Spark's in-memory catalog: by SQL."""
+    if is_connect(spark):
+        drop = [] if stats.rows is not None else ["numRows"]
+        if not remote.table_stats(spark, table.schema, table.identifier,
+                                  stats_parameters(stats), drop, SPARK_STATS_PREFIX):
+            _stats_by_sql(spark, table, stats)
+        return
     hive = spark._jsparkSession.sharedState().externalCatalog().unwrapped()
     if hive.getClass().getSimpleName() != "HiveExternalCatalog":
-        props = ", ".join(f"{sql_string(k)} = {sql_string(v)}"
-                          for k, v in stats_parameters(stats).items())
-        spark.sql(f"ALTER TABLE {table.quoted} SET TBLPROPERTIES ({props})")
+        _stats_by_sql(spark, table, stats)
         return
     raw = hive.getRawTable(table.schema, table.identifier)
     props = raw.properties()
@@ -138,6 +164,12 @@ def write_table_stats(spark: SparkSession, table: TableRef, stats: FileStats) ->
     for key, value in stats_parameters(stats).items():
         props = props.updated(key, value)
     hive.client().alterTable(case_copy(raw, {_properties_position(raw): props}))
+
+
+def _stats_by_sql(spark: SparkSession, table: TableRef, stats: FileStats) -> None:
+    props = ", ".join(f"{sql_string(k)} = {sql_string(v)}"
+                      for k, v in stats_parameters(stats).items())
+    spark.sql(f"ALTER TABLE {table.quoted} SET TBLPROPERTIES ({props})")
 
 
 def _properties_position(table: Any) -> int:

@@ -6,7 +6,7 @@ from typing import Callable
 from pyspark.sql import SparkSession
 
 from python_adapter.errors import WriteError
-from python_adapter.io.fs import HadoopFS
+from python_adapter.io.fs import filesystem
 from python_adapter.spark.catalog import TableRef, describe_table, table_location
 from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.locking import locked_locations, locked_table
@@ -20,7 +20,7 @@ def recover_table(spark: SparkSession, table: TableRef,
     """Roll back any unfinished instant of a table: at the table's location, and at the
     location a table of its name gets, where a full refresh that changed its definition and
     crashed before defining it again left its instant. Returns the instants rolled back."""
-    fs = HadoopFS(spark)
+    fs = filesystem(spark)
     places = [fs.qualify(table_location(spark, table))]
     info = describe_table(spark, table)
     if info is not None and info.table_type != "VIEW":

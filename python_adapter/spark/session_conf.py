@@ -5,6 +5,8 @@ from typing import Any, Dict, Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
+from python_adapter.io.connect_client import is_connect
+from python_adapter.io.session_info import conf_bytes
 from python_adapter.spark.catalog import TableRef, drop_cached_relation
 
 
@@ -50,9 +52,7 @@ def shuffle_conf(spark: SparkSession, nbytes: int) -> Dict[str, Any]:
     query that fits one partition also runs without AQE, as one job instead of one per
     stage: there is nothing left for AQE to coalesce, split or switch to a broadcast."""
     current = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    advisory = spark.conf.get("spark.sql.adaptive.advisoryPartitionSizeInBytes", "64MB")
-    per = int(spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils
-              .byteStringAsBytes(advisory))
+    per = conf_bytes(spark, "spark.sql.adaptive.advisoryPartitionSizeInBytes", "64MB")
     n = max(1, min(current, -(-int(nbytes) // max(per, 1))))
     settings = {"spark.sql.shuffle.partitions": n}
     if n == 1:
@@ -71,6 +71,9 @@ def own_session(spark: SparkSession, schema: str, table: str) -> Iterator[SparkS
     dropped: dbt's next query on it (a test after the model) lists its files again instead
     of opening files the write replaced."""
     try:
-        yield type(spark)(spark.sparkContext, spark._jsparkSession.cloneSession())
+        # a Connect session cannot be copied from the client: its settings are put back by
+        # session_conf on exit instead (models of one dbt thread at a time)
+        yield spark if is_connect(spark) else type(spark)(spark.sparkContext,
+                                                          spark._jsparkSession.cloneSession())
     finally:
         drop_cached_relation(spark, TableRef(schema, table))

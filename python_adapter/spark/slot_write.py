@@ -18,6 +18,7 @@ from typing import Callable, ContextManager, Dict, List, Optional, Sequence, Set
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from python_adapter.io.session_info import conf_bytes, default_parallelism, plan_stats
 from python_adapter.spark.job import quoted, select_names
 from python_adapter.spark.local_table import local_table
 from python_adapter.core.routing import assign_tasks, routing_keys
@@ -46,17 +47,18 @@ def staged_file(rel: str) -> Tuple[str, str]:
 
 def broadcast_limit(spark: SparkSession) -> int:
     """Spark's autoBroadcastJoinThreshold in bytes (-1: never broadcast)."""
-    return int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
+    return conf_bytes(spark, "spark.sql.autoBroadcastJoinThreshold", "10MB")
 
 
 def whole_files(spark: SparkSession, largest: int) -> ContextManager[None]:
     """Settings under which scans never split a file of up to `largest` bytes over two
     tasks: Spark splits a file bigger than min(maxPartitionBytes, max(openCostInBytes, bytes
     per core)), so both bounds are raised to the largest file, never lowered."""
-    conf = spark._jsparkSession.sessionState().conf()
     return session_conf(spark, {
-        "spark.sql.files.maxPartitionBytes": max(int(conf.filesMaxPartitionBytes()), largest),
-        "spark.sql.files.openCostInBytes": max(int(conf.filesOpenCostInBytes()), largest)})
+        "spark.sql.files.maxPartitionBytes": max(conf_bytes(
+            spark, "spark.sql.files.maxPartitionBytes", "128MB"), largest),
+        "spark.sql.files.openCostInBytes": max(conf_bytes(
+            spark, "spark.sql.files.openCostInBytes", "4MB"), largest)})
 
 
 def _route(spark, rows, weights):
@@ -64,7 +66,7 @@ def _route(spark, rows, weights):
     bytes)} balance the tasks."""
     slots = sorted(weights)
     task_of, n_tasks = assign_tasks([weights[s] for s in slots],
-                                    spark.sparkContext.defaultParallelism)
+                                    default_parallelism(spark))
     route = routing_keys(n_tasks)
     keys_df = local_table(spark, [(SLOT, "bigint"), ("__sized_route", "bigint")],
                           [(s, route[task_of[i]]) for i, s in enumerate(slots)])
@@ -75,14 +77,13 @@ def _route(spark, rows, weights):
 def cached_size(df: DataFrame) -> int:
     """Spark's size estimate of a DataFrame's plan: for a cached, computed DataFrame the
     in-memory size of its rows."""
-    size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
-    return size if isinstance(size, int) else int(str(size.toString()))  # py4j: int or BigInt
+    return plan_stats(df).size
 
 
 def estimated_bytes(df: DataFrame, rows: int) -> int:
     """Spark's estimate of `rows` rows of df's columns in memory, as its planner makes it
     when it knows the row count: 8 bytes a row and each column's default size."""
-    return rows * (8 + int(df._jdf.schema().defaultSize()))
+    return rows * (8 + plan_stats(df).default_size)
 
 
 @dataclass(frozen=True)

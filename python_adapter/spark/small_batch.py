@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from python_adapter.io.session_info import plan_stats
 from python_adapter.core.binpack import small_files
 from python_adapter.core.partitions import (check_partition_texts, parse_partition_path,
                                             partition_path)
@@ -46,13 +47,12 @@ _GENERATE = re.compile(r"(?m)^[\s:+\-]*Generate\b")
 
 def estimated_bytes(df: DataFrame) -> int:
     """The optimizer's estimate of df's size in bytes."""
-    size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
-    return int(size if isinstance(size, int) else size.toString())  # a scala BigInt
+    return plan_stats(df).size
 
 
 def makes_rows(df: DataFrame) -> bool:
     """Whether df's plan may make more rows than it reads, beyond what its estimate counts."""
-    return bool(_GENERATE.search(df._jdf.queryExecution().optimizedPlan().toString()))
+    return bool(_GENERATE.search(plan_stats(df, optimized=True).optimized))
 
 
 def small_estimate(job: WriteJob, df: DataFrame) -> Optional[int]:

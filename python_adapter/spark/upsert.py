@@ -25,8 +25,9 @@ from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_u
 from python_adapter.errors import ConfigError
 from python_adapter.spark.bloom import BloomIndex, bloom_key, write_options
 from python_adapter.spark.constraints import check_null_counts, null_counts
-from python_adapter.spark.job import (RowChanges, Staged, WriteJob, delete_flag, resolve_names,
-                                      quoted, select_exprs, select_names, worth_caching)
+from python_adapter.spark.job import (RowChanges, Staged, WriteJob, delete_flag, quoted,
+                                      resolve_names, select_exprs, select_names, sql_type,
+                                      worth_caching)
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
 from python_adapter.spark.slot_write import (FIRST_ROW, SLOT, SlotWrite, broadcast_limit,
@@ -467,7 +468,7 @@ def _keeping(batch: DataFrame, tagged: DataFrame, kept: Dict[str, str]) -> DataF
             continue
         old = quoted(kept[c])
         if types[kept[c]] != types[c]:  # the batch's type: a schema change casts the batch
-            old = f"CAST({old} AS {batch._jdf.schema().apply(c).dataType().sql()})"
+            old = f"CAST({old} AS {sql_type(batch, c)})"
         exprs.append(f"CASE WHEN __sized_file IS NOT NULL THEN {old} ELSE {quoted(c)} END "
                      f"AS {quoted(c)}")
     return select_exprs(tagged, exprs)

@@ -9,13 +9,14 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from python_adapter.io.session_info import default_parallelism
 from python_adapter.core.config import SizedConfig, check_columns
 from python_adapter.core.notice import Notice
 from python_adapter.core.partitions import check_partition_texts
 from python_adapter.core.planning import plan_partitions, plan_static
 from python_adapter.core.sizes import format_size
 from python_adapter.errors import ConfigError, LockError, WriteError
-from python_adapter.io.fs import HadoopFS
+from python_adapter.io.fs import filesystem
 from python_adapter.spark.catalog import (TableInfo, TableRef, create_table, describe_table,
                                           drop_definition, show_create, require_parquet,
                                           table_location)
@@ -52,7 +53,7 @@ def write_dataframe(spark: SparkSession, df: DataFrame, table: TableRef, cfg: Si
     check_columns(cfg, df.columns)
     check_predicates(df, cfg)
     progress = Progress(log, f"{table.schema}.{table.identifier}")
-    fs = HadoopFS(spark)
+    fs = filesystem(spark)
     job = WriteJob(spark, fs, None, df, table, cfg, resolve_names(cfg.partition_by, df.columns),
                    progress)
     result = _write_locked(job, full_refresh)
@@ -372,7 +373,7 @@ def _count_by_partition(df, pcols, not_null=()):
     grouped = df.groupBy(*[k.alias(c) for k, c in zip(keys, pcols)]).agg(*count)
     texts = grouped.select(*[F.col(c).cast("string") for c in pcols], "count",
                            *null_count_names(not_null))
-    cores = df.sparkSession.sparkContext.defaultParallelism
+    cores = default_parallelism(df.sparkSession)
     with session_conf(df.sparkSession, {"spark.sql.shuffle.partitions": cores}):
         rows = texts.collect()
     check_null_counts(not_null, rows)

@@ -352,6 +352,11 @@ def prune_set_aside(fs: HadoopFS, folder: str, now_ms: Optional[int] = None) -> 
     return pruned
 
 
+def held_locks() -> dict:
+    """{lock path: token} of the locks this process holds now."""
+    return dict(_HELD)
+
+
 def forget_held_locks() -> None:
     """As a crash does: this process no longer holds any lock (tests of crash recovery)."""
     _HELD.clear()

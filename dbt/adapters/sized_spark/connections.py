@@ -1,15 +1,20 @@
 """Connections: dbt-spark's connection manager under the `sized_spark` type.
 
-`method: session` runs PySpark inside the dbt process; the sized writes need that session
-(they plan and write with the DataFrame API), so `spark_session()` hands it out and refuses
-the remote methods (thrift, http, odbc) with a clear message. `require_session()` is that
-check alone: it reads the profile only and opens no connection, so the materialization calls
-it first, before hooks or any SQL run.
+`method: session` runs PySpark inside the dbt process; `method: connect` talks to a Spark
+Connect server (dbt's SQL and the sized engine's DataFrames both go there; the engine's file
+and metastore work runs in the server's extension). The sized writes need one of the two
+(they plan and write with the DataFrame API), so `spark_session()` hands the session out and
+refuses the SQL-only methods (thrift, http, odbc) with a clear message. `require_session()`
+is that check alone: it reads the profile only and opens no connection, so the
+materialization calls it first, before hooks or any SQL run.
 """
 import os
 
+from dbt.adapters.contracts.connection import ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionManager
+from dbt.adapters.spark.session import Connection as SessionConnection
+from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
 from python_adapter.api import (FS_CLASS, STRATEGIES, class_archive_confs, embedded_confs,
@@ -24,6 +29,8 @@ class SizedSparkConnectionManager(SparkConnectionManager):
     @classmethod
     def open(cls, connection):
         creds = connection.credentials
+        if creds.is_connect:
+            return open_connect(connection)
         if creds.is_session and connection.state != "open":
             # Before dbt-spark's builder starts the JVM: quiet JVM logging, and an embedded
             # (local) session gets the local filesystem that sets permissions without a chmod
@@ -54,6 +61,11 @@ class SizedSparkConnectionManager(SparkConnectionManager):
 
     def spark_session(self, what="sized_incremental"):
         self.require_session(what)
+        if self.profile.credentials.is_connect:
+            conn = self.get_thread_connection()
+            if conn.state != ConnectionState.OPEN:
+                self.open(conn)
+            return connect_session(self.profile.credentials)
         # Opening the connection runs dbt-spark's SparkSession.builder with the profile's
         # server_side_parameters, so the session we get carries them.
         conn = self.get_thread_connection()
@@ -63,13 +75,81 @@ class SizedSparkConnectionManager(SparkConnectionManager):
         return SparkSession.builder.getOrCreate()
 
 
+_CONNECT_SESSIONS = {}  # {sc:// URL: the Spark Connect session of this process}
+
+
+def connect_session(creds):
+    """The process's Spark Connect session for the profile's URL, made once: the profile's
+    server_side_parameters set on it (runtime settings; the server's own, such as
+    spark.master, belong on its start command)."""
+    url = creds.host
+    if url not in _CONNECT_SESSIONS:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.remote(url).create()
+        for key, value in (creds.server_side_parameters or {}).items():
+            try:
+                spark.conf.set(key, value)
+            except Exception as exc:  # a static setting of the server
+                logger.debug(f"Spark Connect: {key} not set on the session ({exc}); set it "
+                             f"on the server's start command")
+        _CONNECT_SESSIONS[url] = spark
+    return _CONNECT_SESSIONS[url]
+
+
+class ConnectCursor(Cursor):
+    """dbt-spark's session cursor, its SQL sent to the Spark Connect session."""
+
+    def __init__(self, spark) -> None:
+        super().__init__()
+        self._spark = spark
+
+    def execute(self, sql: str, *parameters) -> None:
+        if parameters:
+            sql = sql % parameters
+        from pyspark.errors import AnalysisException
+
+        try:
+            self._df = self._spark.sql(sql)
+        except AnalysisException as exc:
+            raise DbtRuntimeError(str(exc)) from exc
+
+
+class ConnectConnection(SessionConnection):
+    def __init__(self, spark) -> None:
+        super().__init__()
+        self._spark = spark
+
+    def cursor(self) -> ConnectCursor:
+        return ConnectCursor(self._spark)
+
+
+def open_connect(connection):
+    """dbt's connection over `method: connect`: dbt-spark's session wrapper around a cursor
+    that sends its SQL to the Connect session."""
+    if connection.state == ConnectionState.OPEN:
+        return connection
+    try:
+        spark = connect_session(connection.credentials)
+    except Exception as exc:
+        from dbt.adapters.exceptions import FailedToConnectError
+
+        raise FailedToConnectError(f"failed to connect to {connection.credentials.host}: "
+                                   f"{type(exc).__name__}: {exc}") from exc
+    connection.handle = SessionConnectionWrapper(ConnectConnection(spark))
+    connection.state = ConnectionState.OPEN
+    return connection
+
+
 def session_required_message(what, method) -> str:
     method = getattr(method, "value", method)
     return (
-        f"{what} needs `method: session`, but this profile uses `method: {method}`. "
+        f"{what} needs `method: session` or `method: connect`, but this profile uses "
+        f"`method: {method}`. "
         f"Every sized_incremental strategy (full build, {', '.join(STRATEGIES)}) and the "
         f"sized_* operations plan and write through the DataFrame API, with the dbt process as "
         f"the Spark driver; `method: {method}` only sends SQL to a remote server. Use "
-        f"method: session (spark.master may point at your cluster), or one of dbt-spark's own "
+        f"method: session (spark.master may point at your cluster), method: connect (a Spark "
+        f"Connect server with this package's extension), or one of dbt-spark's own "
         f"materializations (view, table, incremental), which work over `method: {method}`."
     )

@@ -1,0 +1,104 @@
+"""The client of the Spark Connect server's extension (the jar of python_adapter/io/
+java_connect, class `sizedspark.connect.SizedOps`): the engine's file, metastore and JVM
+operations over `method: connect`, run where the server's Hadoop configuration reaches the
+table's storage. The dbt host needs no JVM and never sees the storage.
+
+A call is one relation sent to the server: its extension holds the operation as JSON and,
+for an operation on a query, the query's own relation; the server runs the operation while
+it plans the relation and answers one row, the result as JSON. The session implementation
+of the same operations is py4j (python_adapter/io/fs.py, spark/catalog.py); `is_connect`
+tells the two sessions apart.
+"""
+import json
+import uuid
+from typing import Any, Optional
+
+from python_adapter.errors import WriteError
+
+TYPE_URL = "type.googleapis.com/sizedspark.Op"
+PLUGIN_CLASS = "sizedspark.connect.SizedOps"
+
+
+class RemoteError(IOError):
+    """A Java exception the server's extension answered with: its text starts with the
+    Java class, as py4j's errors do, so callers match it the same way."""
+
+    def __init__(self, java_class: str, message: str, trace: str = "") -> None:
+        super().__init__(f"{java_class}: {message}")
+        self.java_class = java_class
+        self.trace = trace
+
+
+class ExtensionMissing(WriteError):
+    """The Connect server has no dbt-sized-spark extension loaded."""
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether `spark` is a Spark Connect session (no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _field(number: int, data: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def _request(op: str, args: dict, child: Optional[bytes]) -> bytes:
+    body = json.dumps({"op": op, "nonce": uuid.uuid4().hex, **args}).encode()
+    return _field(1, body) + (_field(2, child) if child is not None else b"")
+
+
+def call(spark: Any, op: str, on: Any = None, **args: Any) -> Any:
+    """Run operation `op` with `args` in the Connect server (on DataFrame `on`'s query when
+    given) and return its answer. Raises RemoteError with the Java exception it failed
+    with, ExtensionMissing when the server does not know the extension."""
+    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql.connect.plan import LogicalPlan
+
+    child = on._plan.plan(spark.client).SerializeToString() if on is not None else None
+    payload = _request(op, args, child)
+
+    class _Op(LogicalPlan):
+        def __init__(self) -> None:
+            super().__init__(None)
+
+        def plan(self, session):  # the relation, with our extension as its body
+            rel = self._create_proto_relation()
+            rel.extension.type_url = TYPE_URL
+            rel.extension.value = payload
+            return rel
+
+    try:
+        rows = DataFrame(_Op(), spark).collect()
+    except Exception as exc:  # the server's planner: no plugin took the extension
+        if "extension" in str(exc).lower() and ("not" in str(exc).lower()):
+            raise ExtensionMissing(missing_message(str(exc))) from None
+        raise
+    answer = json.loads(rows[0][0])
+    if "error" in answer:
+        err = answer["error"]
+        raise RemoteError(err["class"], err["message"], err.get("trace", ""))
+    return answer["ok"]
+
+
+def missing_message(detail: str) -> str:
+    return (
+        "the Spark Connect server has no dbt-sized-spark extension, which every sized "
+        "operation over `method: connect` needs (files, the timeline and the metastore are "
+        "reached from the server). Start the server with the jar this package ships and "
+        f"its plugin: --jars <{'sized-spark-connect.jar'}> --conf "
+        f"spark.connect.extensions.relation.classes={PLUGIN_CLASS} (the jar's path: python "
+        "-c 'from python_adapter.io.fast_local_fs import connect_jar; print(connect_jar())'; "
+        f"docs: Remote Spark (Spark Connect)). The server said: {detail[:300]}")

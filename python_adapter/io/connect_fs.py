@@ -1,0 +1,111 @@
+"""HadoopFS over Spark Connect: the same operations, run by the server's extension
+(connect_client) in the server's Hadoop FileSystem; the dbt host never opens a file of the
+table's storage.
+
+Writes, renames and deletes under a table whose writer lock this process holds carry the
+lock's path and token (a fence): the server runs them only while the lock holds that token,
+so an operation of a dead client still running on the server stops once the next writer has
+broken its lock. The lock's own files are never fenced (taking, renewing and setting aside a
+lock is how a lock changes hands).
+"""
+import base64
+from typing import Any, Callable, Iterable, List, Optional, Set, Tuple
+
+from python_adapter.io.connect_client import call
+from python_adapter.io.fs import FileStatus
+
+
+def _status(row) -> FileStatus:
+    path, name, is_dir, size, modified_ms = row
+    return FileStatus(path=path, name=name, is_dir=bool(is_dir), size=int(size),
+                      modified_ms=int(modified_ms))
+
+
+class ConnectFS:
+    """python_adapter.io.fs.HadoopFS's interface, over `method: connect`."""
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+
+    def _call(self, op: str, **args: Any) -> Any:
+        return call(self.spark, f"fs.{op}", **args)
+
+    def _fenced(self, op: str, target: str, **args: Any) -> Any:
+        fence = fence_for(target)
+        return self._call(op, **args, **({"fence": fence} if fence else {}))
+
+    def qualify(self, path: str) -> str:
+        return self._call("qualify", path=path)
+
+    def exists(self, path: str) -> bool:
+        return bool(self._call("exists", path=path))
+
+    def existing(self, paths: Iterable[str]) -> Set[str]:
+        return set(self._call("existing", paths=list(paths)))
+
+    def mkdirs(self, path: str) -> None:
+        self._fenced("mkdirs", path, path=path)
+
+    def list_dir(self, path: str) -> List[FileStatus]:
+        return sorted((_status(r) for r in self._call("list_dir", path=path)),
+                      key=lambda s: s.name)
+
+    def list_files(self, path: str, skip_hidden: bool = True) -> List[FileStatus]:
+        return sorted((_status(r) for r in self._call("list_files", path=path,
+                                                      skip_hidden=skip_hidden)),
+                      key=lambda s: s.path)
+
+    def rename_many(self, pairs: Iterable[Tuple[str, str]],
+                    after_each: Optional[Callable[[], None]] = None) -> None:
+        """One request for all pairs (after_each, a fault point of the tests, runs after
+        each pair by sending them one by one)."""
+        pairs = [list(p) for p in pairs]
+        if not pairs:
+            return
+        batches = [[p] for p in pairs] if after_each is not None else [pairs]
+        for batch in batches:
+            self._fenced("rename_many", batch[0][0], pairs=batch)
+            if after_each is not None:
+                after_each()
+
+    def rename(self, src: str, dst: str) -> None:
+        self.rename_many([(src, dst)])
+
+    def drop_checksums(self, paths: Iterable[str]) -> None:
+        """The server's filesystem writes no `.crc` side files (its file: implementation is
+        the extension's NioLocalFileSystem); nothing to drop."""
+
+    def drop_checksums_below(self, directory: str) -> int:
+        return int(self._call("drop_checksums_below", path=directory))
+
+    def delete(self, path: str, recursive: bool = True) -> bool:
+        return bool(self._fenced("delete", path, path=path, recursive=recursive))
+
+    def read_bytes(self, path: str) -> bytes:
+        return base64.b64decode(self._call("read_bytes", path=path))
+
+    def write_bytes(self, path: str, data: bytes, overwrite: bool = False) -> None:
+        self._fenced("write_bytes", path, path=path, overwrite=overwrite,
+                     data=base64.b64encode(data).decode())
+
+    def size(self, path: str) -> int:
+        return int(self._call("size", path=path))
+
+    def footers(self, staging: str, key_col: Optional[str]) -> str:
+        return self._call("footers", path=staging, key=key_col)
+
+
+def fence_for(path: str) -> Optional[dict]:
+    """{lock, token} of the writer lock this process holds over `path` (the lock's table
+    holds the path), None for a lock file itself or a path under no held lock."""
+    from python_adapter.table.lock import held_locks
+
+    for lock, token in held_locks().items():
+        folder = lock.rsplit("/", 1)[0]
+        table = folder.rsplit("/", 1)[0]
+        if path.startswith(folder + "/") and path[len(folder) + 1:].split(".stale.")[0] in (
+                "lock", "cluster.lock"):
+            return None  # the lock itself changes hands unfenced
+        if path == table or path.startswith(table + "/"):
+            return {"lock": lock, "token": token}
+    return None

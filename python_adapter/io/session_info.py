@@ -1,0 +1,77 @@
+"""What the engine reads of the Spark session and of a query's plan, for both kinds of
+session: py4j into the driver's JVM (`method: session`), or the Connect server's extension
+(`method: connect`, python_adapter/io/connect_client.py). The write path above asks here and
+never looks at which it runs on.
+"""
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from python_adapter.io.connect_client import call, is_connect
+
+_PARALLELISM = {}  # {id of a Connect session: the server's default parallelism}
+
+
+@dataclass(frozen=True)
+class PlanStats:
+    size: int                       # the optimizer's estimate of the rows' bytes
+    default_size: int               # bytes a row of the plan's columns takes by default
+    deterministic: bool
+    optimized: Optional[str] = None  # the optimized plan's text, when asked for
+    executed: Optional[str] = None   # the physical plan's text, when asked for
+
+
+def plan_stats(df: Any, optimized: bool = False, executed: bool = False) -> PlanStats:
+    """Spark's estimates of df's plan (and its text, when asked)."""
+    if is_connect(df.sparkSession):
+        got = call(df.sparkSession, "plan.stats", on=df, plan_text=optimized,
+                   executed_text=executed)
+        return PlanStats(int(got["size"]), int(got["default_size"]), bool(got["deterministic"]),
+                         got.get("plan_text"), got.get("executed_text"))
+    query = df._jdf.queryExecution()
+    plan = query.optimizedPlan()
+    size = plan.stats().sizeInBytes()
+    return PlanStats(int(size if isinstance(size, int) else str(size.toString())),
+                     int(df._jdf.schema().defaultSize()), bool(plan.deterministic()),
+                     str(plan.toString()) if optimized else None,
+                     str(query.executedPlan().toString()) if executed else None)
+
+
+def default_parallelism(spark: Any) -> int:
+    """The session's default parallelism (the cores of its executors)."""
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    key = id(spark)
+    if key not in _PARALLELISM:
+        _PARALLELISM[key] = int(call(spark, "session.info")["parallelism"])
+    return _PARALLELISM[key]
+
+
+def num_partitions(df: Any) -> int:
+    """The number of tasks the plan of df reads or computes in its last stage."""
+    if is_connect(df.sparkSession):
+        return int(call(df.sparkSession, "plan.partitions", on=df)["partitions"])
+    return int(df.rdd.getNumPartitions())
+
+
+def conf_bytes(spark: Any, key: str, default: str) -> int:
+    """A size setting of the session in bytes, parsed as Spark parses it."""
+    return byte_string_bytes(spark.conf.get(key, default))
+
+
+def case_sensitive(spark: Any) -> bool:
+    return str(spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+          "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50,
+          "pb": 1 << 50}
+_BYTE_STRING = re.compile(r"\s*(-?\d+)\s*([a-zA-Z]*)\s*")
+
+
+def byte_string_bytes(text: str) -> int:
+    """Spark's JavaUtils.byteStringAsBytes: '64MB', '10m', '1g', '-1', '1024' (bytes)."""
+    m = _BYTE_STRING.fullmatch(str(text))
+    if m is None or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"not a size in bytes: {text!r}")
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
