@@ -25,5 +25,5 @@ if [ "${1:-}" = demo ]; then
 elif [ -n "${PYSPARK:-}" ]; then
   python -m pip install -q ".[test]" "pyspark==$PYSPARK.*"
 else
-  python -m pip install -q ".[test,bench]"
+  python -m pip install -q ".[test,bench,connect]"
 fi

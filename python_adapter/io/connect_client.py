@@ -83,7 +83,7 @@ def call(spark: Any, op: str, on: Any = None, **args: Any) -> Any:
     try:
         rows = DataFrame(_Op(), spark).collect()
     except Exception as exc:  # the server's planner: no plugin took the extension
-        if "extension" in str(exc).lower() and ("not" in str(exc).lower()):
+        if "NO_HANDLER_FOR_EXTENSION" in str(exc) or TYPE_URL in str(exc):
             raise ExtensionMissing(missing_message(str(exc))) from None
         raise
     answer = json.loads(rows[0][0])

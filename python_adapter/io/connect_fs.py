@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, List, Optional, Set, Tuple
 
 from python_adapter.io.connect_client import call
 from python_adapter.io.fs import FileStatus
+from python_adapter.io.held_locks import HELD
 
 
 def _status(row) -> FileStatus:
@@ -98,9 +99,7 @@ class ConnectFS:
 def fence_for(path: str) -> Optional[dict]:
     """{lock, token} of the writer lock this process holds over `path` (the lock's table
     holds the path), None for a lock file itself or a path under no held lock."""
-    from python_adapter.table.lock import held_locks
-
-    for lock, token in held_locks().items():
+    for lock, token in dict(HELD).items():
         folder = lock.rsplit("/", 1)[0]
         table = folder.rsplit("/", 1)[0]
         if path.startswith(folder + "/") and path[len(folder) + 1:].split(".stale.")[0] in (

@@ -55,7 +55,7 @@ def _check(probe: DataFrame, where: str, name: str, pcols) -> None:
     shown = ", ".join(pcols)
     try:
         with _unlogged_sql_errors():
-            probe.where(where)
+            probe.where(where).schema  # analysed: over Spark Connect only now
     except ParseException as exc:
         raise ConfigError(f"where: {where!r} is not a SQL condition Spark can parse "
                           f"({_first_line(exc)})") from None

@@ -29,8 +29,9 @@ from python_adapter.core.notice import Notice
 from python_adapter.core.sizes import format_duration
 from python_adapter.errors import LockError, LockLostError
 from python_adapter.io.fs import HadoopFS
+from python_adapter.io.held_locks import HELD
 
-_HELD = {}  # lock path -> token, for the locks this process holds right now
+_HELD = HELD  # lock path -> token, for the locks this process holds right now
 # A stale lock is set aside as `<lock name>.stale.<its token>` (lock, cluster.lock).
 STALE_MARK = ".stale."
 # How long a lock set aside stays before the cleaner deletes it: a writer that judged the
@@ -350,11 +351,6 @@ def prune_set_aside(fs: HadoopFS, folder: str, now_ms: Optional[int] = None) -> 
             fs.delete(st.path, recursive=False)
             pruned += 1
     return pruned
-
-
-def held_locks() -> dict:
-    """{lock path: token} of the locks this process holds now."""
-    return dict(_HELD)
 
 
 def forget_held_locks() -> None:

@@ -41,7 +41,7 @@ NOT_RUN = {"bash", "diff", "text"}
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+)(?P<lang>[^\s`]*)\s*$")
 # dbt's generic tests, and ours (macros/tests/)
 DBT_TESTS = {"unique", "not_null", "accepted_values", "relationships"}
-METHODS = {"session", "thrift", "http", "odbc"}
+METHODS = {"session", "connect", "thrift", "http", "odbc"}
 
 
 @dataclass

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.functional.dbt_connect import connect_client
 from tests.functional.dbt_steps import BEGIN as STEP_BEGIN, END as STEP_END
 from tests.functional.helpers import SHORT_JVM
 
@@ -48,6 +49,8 @@ def _dbt(project, home, target, *args, env_extra=None, runner=None, short_jvm=Tr
     env.update(env_extra or {})
     command = [*runner, *args] if runner else \
         [DBT, *args, "--profiles-dir", str(project), "--target", target]
+    if target == "connect":  # the client sees neither the warehouse nor a Java
+        command, env = connect_client(command, env)
     return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True,
                           timeout=900)
 
@@ -151,6 +154,8 @@ def _assert_quiet_and_filesystem(run, project, target):
     log = (project / "logs" / "dbt.log").read_text()
     if target == "embedded":
         assert "embedded Spark: file: paths through sizedspark.fs.NioLocalFileSystem" in log
+    elif target == "connect":
+        assert "embedded Spark" not in log  # no JVM in the dbt process
     else:
         assert "local filesystem as is (spark.master is spark://127.0.0.1:" in log
 
@@ -211,7 +216,11 @@ def test_integration_project_builds_and_rebuilds_incrementally(integration_runs)
 
 
 def test_upsert_crash_recovery_and_clustering(mini):
-    project, home, target = *mini, "embedded"
+    upsert_crash_recovery_and_clustering(*mini, "embedded")
+
+
+def upsert_crash_recovery_and_clustering(project, home, target):
+    """The scenario, on a target (test_connect.py runs it over method: connect)."""
     # the first run, then the dbt process dies (like kill -9) after moving two files during
     # the publish of batch 2
     first, *_, crashed = _dbt_steps(
