@@ -32,8 +32,36 @@ class ConnectFS:
         return call(self.spark, f"fs.{op}", **args)
 
     def _fenced(self, op: str, target: str, **args: Any) -> Any:
+        """A change of files: fenced by the held lock over `target`, or, for a lock file
+        itself, run under that lock's monitor in the server (no fenced step of another
+        writer between its look at the lock and its change)."""
         fence = fence_for(target)
-        return self._call(op, **args, **({"fence": fence} if fence else {}))
+        if fence:
+            return self._call(op, **args, fence=fence)
+        lock = lock_file_of(target)
+        return self._call(op, **args, **({"guard": lock} if lock else {}))
+
+    def holder_extra(self) -> dict:
+        """What a writer lock taken through this filesystem records of its holder beyond
+        host and pid: its Connect session (the server's user and session ids)."""
+        if not hasattr(self, "_who"):
+            self._who = call(self.spark, "session.whoami")
+        return {"connect_user": self._who["user"], "connect_session": self._who["session"]}
+
+    def end_holder(self, holder: dict) -> Optional[str]:
+        """After taking over a stale lock: the former holder's Connect session ended in the
+        server (its operations interrupted, its jobs cancelled and waited for), so none of
+        them still writes while this writer recovers. A line to log, or None."""
+        if not holder.get("connect_session"):
+            return None
+        got = call(self.spark, "session.end_client", user=holder.get("connect_user") or "",
+                   session=holder["connect_session"])
+        if not (got["interrupted"] or got["jobs"]):
+            return None
+        still = f"; {got['running']} job(s) still running" if got["running"] else ""
+        return (f"ended the Spark Connect session {holder['connect_session']} of the former "
+                f"writer: {got['interrupted']} operation(s) interrupted, {got['jobs']} "
+                f"job(s) cancelled{still}")
 
     def qualify(self, path: str) -> str:
         return self._call("qualify", path=path)
@@ -94,6 +122,13 @@ class ConnectFS:
 
     def footers(self, staging: str, key_col: Optional[str]) -> str:
         return self._call("footers", path=staging, key=key_col)
+
+
+def lock_file_of(path: str) -> Optional[str]:
+    """The lock a path is (a lock, or one set aside as `<lock>.stale.<token>`), else None."""
+    folder, _, name = path.rstrip("/").rpartition("/")
+    base = name.split(".stale.")[0]
+    return f"{folder}/{base}" if base in ("lock", "cluster.lock") else None
 
 
 def fence_for(path: str) -> Optional[dict]:

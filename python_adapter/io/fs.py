@@ -272,6 +272,16 @@ class HadoopFS:
         finally:
             stream.close()
 
+    def holder_extra(self) -> dict:
+        """What a writer lock records of its holder beyond host and pid: nothing here (the
+        holder is this process; ConnectFS adds its Connect session)."""
+        return {}
+
+    def end_holder(self, holder: dict) -> Optional[str]:
+        """After a stale lock was taken over: nothing to end (its holder's work ran in its
+        own process); ConnectFS ends the holder's Connect session."""
+        return None
+
     def size(self, path: str) -> int:
         jpath = self._path(path)
         return int(self._fs(jpath).getFileStatus(jpath).getLen())

@@ -4,7 +4,9 @@
 with `SIZED_SPARK_FAULT_MODE=exit` the process dies on the spot (os._exit, like kill -9);
 with `SIZED_SPARK_FAULT_MODE=pause` it creates the file `SIZED_SPARK_FAULT_MARKER` names and
 sleeps, for a test to kill it with a real signal (its other threads, the lock's heartbeat
-among them, go on as a live writer's would); otherwise an InjectedCrash is raised, which the writer does not clean up after (it derives
+among them, go on as a live writer's would); with `SIZED_SPARK_FAULT_MODE=exit_after:<s>`
+the process goes on and dies <s> seconds later wherever it is (mid-write: a Spark Connect
+client dying while the server still runs its job); otherwise an InjectedCrash is raised, which the writer does not clean up after (it derives
 from BaseException so no `except Exception` treats it as an ordinary failure).
 """
 import os
@@ -43,6 +45,13 @@ def fault_point(name: str) -> None:
     mode = os.environ.get("SIZED_SPARK_FAULT_MODE")
     if mode == "exit":
         os._exit(137)
+    if mode and mode.startswith("exit_after:"):
+        import threading
+
+        delay = float(mode.split(":", 1)[1])
+        threading.Thread(target=lambda: (time.sleep(delay), os._exit(137)), daemon=True,
+                         name="sized-fault-exit").start()
+        return
     if mode == "pause":
         with open(os.environ["SIZED_SPARK_FAULT_MARKER"], "w") as marker:
             marker.write(str(os.getpid()))

@@ -186,7 +186,7 @@ class WriterLock:
         deadline = time.monotonic() + options.timeout
         waited = False
         while True:
-            holder = holder_record(operation, options.lease)
+            holder = {**holder_record(operation, options.lease), **self.fs.holder_extra()}
             current = self._try_take(holder)
             if current is None:
                 _HELD[self.path] = holder["token"]
@@ -227,6 +227,9 @@ class WriterLock:
                 if self._set_aside(current):
                     self.log(Notice(f"recovering stale writer lock of pid "
                                     f"{current.get('pid')} on {current.get('host')} ({why})"))
+                    ended = self.fs.end_holder(current)
+                    if ended:
+                        self.log(Notice(ended))
         return self.read() or {"host": "?", "pid": "?", "operation": "?"}
 
     def _set_aside(self, stale: dict) -> bool:
@@ -336,6 +339,7 @@ def break_lock(fs: HadoopFS, path: str) -> dict:
     holder = WriterLock(fs, path).read() if fs.exists(path) else {}
     if fs.exists(path):
         fs.delete(path, recursive=False)
+        fs.end_holder(holder)  # over Spark Connect: the holder's session's work stops
     return holder
 
 

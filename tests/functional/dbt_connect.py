@@ -53,7 +53,7 @@ def connect_client(command: List[str], env: Dict[str, str]) -> Tuple[List[str], 
     the warehouse and Java hidden (empty tmpfs over each), JAVA_HOME unset."""
     assert SERVER, "no Spark Connect server: use the connect_server fixture"
     hidden = [SERVER["warehouse"], *java_dirs()]
-    mounts = " && ".join(f"mount -t tmpfs none '{d}'" for d in hidden)
+    mounts = " && ".join(f"mkdir -p '{d}' && mount -t tmpfs none '{d}'" for d in hidden)
     env = {k: v for k, v in env.items() if k != "JAVA_HOME"}
     env["SIZED_CONNECT_PORT"] = SERVER["port"]
     return ["unshare", "-m", "sh", "-c", f"{mounts} && exec \"$@\"", "_", *command], env

@@ -2,6 +2,7 @@
 cannot see the warehouse (tests/functional/dbt_connect.py), against a Connect server started
 by scripts/connect_server.sh with our extension. The scenarios are the session's own
 (test_dbt_project.py), run over Connect: the same assertions hold."""
+import re
 import shutil
 import subprocess
 
@@ -112,3 +113,58 @@ def test_a_server_without_the_extension_fails_the_model_naming_what_to_add(tmp_p
         SERVER.clear()
         server.terminate()
         server.wait(timeout=60)
+
+
+SLOW_MODEL = """
+{{ config(materialized='sized_incremental', partition_by=['day'], unique_key='id',
+          incremental_strategy='upsert', target_file_size='1MB') }}
+select id, date_add(date'2025-03-01', id % 3) as day,
+{% if var('slow', false) %}
+       aggregate(sequence(1, 3000), sha2(cast(id as string), 256), (acc, x) -> sha2(acc, 256))
+{% else %}
+       sha2(cast(id as string), 256)
+{% endif %} as payload
+from (select explode(sequence(1, 20000)) as id)
+"""
+
+
+def test_a_dead_clients_job_still_running_on_the_server_is_stopped_before_recovery(
+        server, tmp_path):
+    """A dbt client dies (kill -9) three seconds into an upsert whose Spark jobs take about
+    half a minute: the server keeps running them, waiting for the client to reattach. The
+    next run takes over the dead client's lock, ends its Connect session (its operations
+    interrupted, its jobs cancelled and waited for) and only then rolls its instant back, so
+    nothing of the dead write lands afterwards: the table holds exactly the rows of the
+    last commit and the dead instant's staging directory stays gone."""
+    import time
+
+    import duckdb
+
+    url, state = server
+    drop_schema(url, "sized_it")
+    project = _project(tmp_path, "tests/functional/dbt_mini")
+    (project / "models" / "slow.sql").write_text(SLOW_MODEL)
+    first, _, _, died = _dbt_steps(
+        project, state, "connect", ["run", "--select", "slow"],
+        ["!env", "SIZED_SPARK_FAULT", "requested"],
+        ["!env", "SIZED_SPARK_FAULT_MODE", "exit_after:3"],
+        ["run", "--select", "slow", "--vars", "{slow: true}"], dies=True)
+    (recovered,) = _dbt_steps(project, state, "connect", ["run", "--select", "slow"])
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert died.returncode == 137, died.stdout[-3000:]
+    assert recovered.returncode == 0, recovered.stdout[-4000:]
+    out = _plain(recovered.stdout)
+    assert "recovering stale writer lock" in out, out[-3000:]
+    ended = re.search(r"ended the Spark Connect session \S+ of the former writer: (\d+) "
+                      r"operation\(s\) interrupted, (\d+) job\(s\) cancelled", out)
+    assert ended and int(ended.group(1)) + int(ended.group(2)) >= 1, out[-3000:]
+    assert "job(s) still running" not in out
+    assert "rolling back unfinished commit" in out
+    time.sleep(5)  # a dead job that were still running would have written by now
+    table = state / "warehouse" / "sized_it.db" / "slow"
+    rows = duckdb.sql(f"select count(*), count(distinct id) from "
+                      f"read_parquet('{table}/**/*.parquet', hive_partitioning=true)").fetchall()
+    assert rows == [(20000, 20000)]
+    staging = state / "warehouse" / "sized_it.db" / ".sized" / "slow" / "staging"
+    assert not staging.exists() or not any(p.is_file() for p in staging.rglob("*")), \
+        sorted(str(p) for p in staging.rglob("*"))

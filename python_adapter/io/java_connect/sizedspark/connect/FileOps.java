@@ -29,13 +29,34 @@ import org.apache.spark.sql.classic.SparkSession;
  * need not). Statuses go back as [path, name, is_dir, size, modified_ms].
  */
 final class FileOps {
+  /** One monitor per lock path: a fenced step (its fence check and the step) and a change
+   * of the lock itself (taken, set aside, broken) never interleave in this server, so once
+   * a lock changed hands no step of its former holder runs. */
+  private static final java.util.concurrent.ConcurrentHashMap<String, Object> MONITORS =
+      new java.util.concurrent.ConcurrentHashMap<>();
   private final Configuration conf;
 
   FileOps(SparkSession session) {
     this.conf = session.sessionState().newHadoopConf();
   }
 
+  static Object monitor(String lock) {
+    return MONITORS.computeIfAbsent(lock, k -> new Object());
+  }
+
+  /** The operation under the monitor of its fence's lock, or of the lock it changes
+   * ("guard"); unguarded otherwise. */
   Object run(String name, JsonNode op) throws Exception {
+    String lock = op.path("fence").path("lock").asText(op.path("guard").asText(""));
+    if (lock.isEmpty() || name.equals("rename_many")) {
+      return step(name, op);  // rename_many takes the monitor per rename
+    }
+    synchronized (monitor(lock)) {
+      return step(name, op);
+    }
+  }
+
+  private Object step(String name, JsonNode op) throws Exception {
     switch (name) {
       case "qualify": {
         Path p = new Path(op.path("path").asText());
@@ -159,19 +180,26 @@ final class FileOps {
     Set<String> made = new HashSet<>();
     int done = 0;
     FileSystem fs = null;
+    String lock = op.path("fence").path("lock").asText(op.path("guard").asText(""));
+    Object monitor = lock.isEmpty() ? new Object() : monitor(lock);
     for (JsonNode pair : op.path("pairs")) {
-      checkFence(op);  // before every rename: a broken lock stops a dead client's publish
+      if (Thread.currentThread().isInterrupted()) {  // its client's session was ended
+        throw new java.io.InterruptedIOException("interrupted after " + done + " renames");
+      }
       Path src = new Path(pair.get(0).asText());
       Path dst = new Path(pair.get(1).asText());
       if (fs == null) {
         fs = src.getFileSystem(conf);
       }
-      String parent = dst.getParent().toString();
-      if (made.add(parent)) {
-        fs.mkdirs(dst.getParent());
-      }
-      if (!fs.rename(src, dst)) {
-        throw new IOException("rename refused: " + src + " -> " + dst);
+      synchronized (monitor) {
+        checkFence(op);  // before every rename: a broken lock stops a dead client's publish
+        String parent = dst.getParent().toString();
+        if (made.add(parent)) {
+          fs.mkdirs(dst.getParent());
+        }
+        if (!fs.rename(src, dst)) {
+          throw new IOException("rename refused: " + src + " -> " + dst);
+        }
       }
       done++;
     }

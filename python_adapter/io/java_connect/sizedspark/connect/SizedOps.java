@@ -55,13 +55,23 @@ public final class SizedOps implements RelationPlugin {
       JsonNode op = JSON.readTree(request.text(1));
       byte[] child = request.bytes(2);
       LogicalPlan query = child == null ? null : planner.transformRelation(Relation.parseFrom(child));
-      answer = ok(run(session, op, query));
+      answer = ok(op.path("op").asText().equals("session.whoami")
+          ? whoami(planner) : run(session, op, query));
     } catch (Throwable t) {
       answer = error(t);
     }
     StructType schema = new StructType().add("answer", DataTypes.StringType);
     Row row = RowFactory.create(answer);
     return Optional.of(session.createDataFrame(Collections.singletonList(row), schema).logicalPlan());
+  }
+
+  /** The caller's Connect session as the server knows it: a writer records it in its lock,
+   * so the next writer can end the session's operations if it dies. */
+  static ObjectNode whoami(SparkConnectPlanner planner) {
+    ObjectNode out = JSON.createObjectNode();
+    out.put("user", planner.sessionHolder().userId());
+    out.put("session", planner.sessionHolder().sessionId());
+    return out;
   }
 
   static Object run(SparkSession session, JsonNode op, LogicalPlan query) throws Exception {
