@@ -132,14 +132,23 @@ def lock_file_of(path: str) -> Optional[str]:
 
 
 def fence_for(path: str) -> Optional[dict]:
-    """{lock, token} of the writer lock this process holds over `path` (the lock's table
-    holds the path), None for a lock file itself or a path under no held lock."""
+    """{lock, token} of the writer lock this process holds over `path` (a file of the lock's
+    table or of its meta directory), None for a lock file itself or a path under no held
+    lock."""
+    if lock_file_of(path):
+        return None  # the lock itself changes hands unfenced
     for lock, token in dict(HELD).items():
-        folder = lock.rsplit("/", 1)[0]
-        table = folder.rsplit("/", 1)[0]
-        if path.startswith(folder + "/") and path[len(folder) + 1:].split(".stale.")[0] in (
-                "lock", "cluster.lock"):
-            return None  # the lock itself changes hands unfenced
-        if path == table or path.startswith(table + "/"):
+        meta = lock.rsplit("/", 1)[0]
+        if any(path == d or path.startswith(d + "/") for d in (meta, _table_of(meta))):
             return {"lock": lock, "token": token}
     return None
+
+
+def _table_of(meta: str) -> str:
+    """The table directory of a meta directory: `<parent>/<name>` for `<parent>/.sized/<name>`
+    (table/timeline.py's meta_dir_of), `<table>` for an older table's `<table>/.sized`."""
+    head, _, name = meta.rpartition("/")
+    if name == ".sized":
+        return head
+    parent, _, dot = head.rpartition("/")
+    return f"{parent}/{name}" if dot == ".sized" else meta

@@ -385,14 +385,3 @@ def parse_status_text(text: str) -> Optional[FileStatus]:
                       size=0 if is_dir else int(m.group("len") or 0),
                       modified_ms=int(m.group("mtime")))
 
-
-def filesystem(spark: SparkSession):
-    """The engine's filesystem for a session: HadoopFS (py4j) in a session with a JVM, the
-    Connect server's over `method: connect` (python_adapter/io/connect_fs.py)."""
-    from python_adapter.io.connect_client import is_connect
-
-    if is_connect(spark):
-        from python_adapter.io.connect_fs import ConnectFS
-
-        return ConnectFS(spark)
-    return HadoopFS(spark)

@@ -12,7 +12,8 @@ from pyspark.sql import SparkSession
 
 from python_adapter.core.sizes import format_count
 from python_adapter.errors import WriteError
-from python_adapter.io.fs import HadoopFS, filesystem
+from python_adapter.io.filesystems import filesystem
+from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import (TableInfo, TableRef, describe_table,
                                           refresh_relation_in_place, registered_partitions,
                                           require_parquet)

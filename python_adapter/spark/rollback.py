@@ -6,7 +6,7 @@ from typing import Callable
 from pyspark.sql import SparkSession
 
 from python_adapter.errors import WriteError
-from python_adapter.io.fs import filesystem
+from python_adapter.io.filesystems import filesystem
 from python_adapter.spark.catalog import TableRef, describe_table, table_location
 from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.locking import locked_locations, locked_table

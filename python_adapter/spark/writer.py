@@ -16,7 +16,7 @@ from python_adapter.core.partitions import check_partition_texts
 from python_adapter.core.planning import plan_partitions, plan_static
 from python_adapter.core.sizes import format_size
 from python_adapter.errors import ConfigError, LockError, WriteError
-from python_adapter.io.fs import filesystem
+from python_adapter.io.filesystems import filesystem
 from python_adapter.spark.catalog import (TableInfo, TableRef, create_table, describe_table,
                                           drop_definition, show_create, require_parquet,
                                           table_location)
