@@ -30,6 +30,12 @@ start() {
   local jar log4j metastore=()
   jar=$("$PY" -c 'from python_adapter.io.fast_local_fs import connect_jar; print(connect_jar())')
   log4j=$("$PY" -c 'from python_adapter.io.spark_logging import CONFIG; print(CONFIG)')
+  local executors=()
+  case "$MASTER" in  # executors in their own JVMs: the jar's filesystem on their classpath
+    local*) ;;
+    *) executors=(--conf "spark.executor.extraClassPath=$jar" --conf spark.executor.memory=1g
+                  --conf spark.cores.max=2) ;;
+  esac
   if [ -n "${SIZED_METASTORE_URI:-}" ]; then
     metastore=(--conf "spark.hadoop.hive.metastore.uris=$SIZED_METASTORE_URI")
   else
@@ -43,11 +49,11 @@ start() {
       --conf "spark.connect.grpc.binding.port=$PORT" \
       --conf spark.connect.grpc.binding.address=127.0.0.1 \
       --conf spark.sql.catalogImplementation=hive \
-      --conf "spark.sql.warehouse.dir=$WAREHOUSE" \
+      --conf "spark.sql.warehouse.dir=file://${WAREHOUSE#file://}" \
       --conf spark.hadoop.fs.file.impl=sizedspark.fs.NioLocalFileSystem \
       --conf spark.driver.host=127.0.0.1 --conf spark.ui.enabled=false \
       --conf "spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=$log4j -Dderby.system.home=$STATE" \
-      "${metastore[@]}" > "$STATE/server.log" 2>&1 &
+      "${metastore[@]}" "${executors[@]}" > "$STATE/server.log" 2>&1 &
   echo $! > "$STATE/pid"
   for _ in $(seq 1 180); do
     if answers; then echo "Spark Connect server up (pid $(cat "$STATE/pid"), log $STATE/server.log)"; echo "$URL"; return 0; fi

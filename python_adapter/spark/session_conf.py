@@ -69,11 +69,20 @@ def own_session(spark: SparkSession, schema: str, table: str) -> Iterator[SparkS
     model's queries. Each session keeps its own cache of table relations (their file
     listings), so on exit, written or failed, the caller's cached relation of the table is
     dropped: dbt's next query on it (a test after the model) lists its files again instead
-    of opening files the write replaced."""
+    of opening files the write replaced. Over Spark Connect the copy is a clone of the
+    server's session (pyspark 4.1's cloneSession), released on exit; an older client shares
+    the session, its settings put back by session_conf on exit."""
+    own = _copy(spark)
     try:
-        # a Connect session cannot be copied from the client: its settings are put back by
-        # session_conf on exit instead (models of one dbt thread at a time)
-        yield spark if is_connect(spark) else type(spark)(spark.sparkContext,
-                                                          spark._jsparkSession.cloneSession())
+        yield own
     finally:
+        if own is not spark and is_connect(spark):
+            own.stop()  # releases the clone on the server; the caller's session stays
         drop_cached_relation(spark, TableRef(schema, table))
+
+
+def _copy(spark: SparkSession) -> SparkSession:
+    if not is_connect(spark):
+        return type(spark)(spark.sparkContext, spark._jsparkSession.cloneSession())
+    clone = getattr(spark, "cloneSession", None)
+    return clone() if clone is not None else spark

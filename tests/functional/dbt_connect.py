@@ -40,11 +40,13 @@ def connect_server(state: Path, port: str) -> Iterator[Tuple[str, Path]]:
                              timeout=300)
     assert started.returncode == 0, started.stdout + started.stderr
     url = started.stdout.strip().splitlines()[-1]
+    before = dict(SERVER)  # an enclosing server's (a module's), put back on exit
     SERVER.update(warehouse=str(state / "warehouse"), port=port)
     try:
         yield url, state / "warehouse"
     finally:
         SERVER.clear()
+        SERVER.update(before)
         subprocess.run(["bash", SCRIPT, "stop"], env=env, capture_output=True, text=True)
 
 

@@ -92,6 +92,7 @@ def test_a_server_without_the_extension_fails_the_model_naming_what_to_add(tmp_p
          "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={state}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=state,
         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    before = dict(SERVER)  # the module's server, put back after
     try:
         import socket
         import time
@@ -111,6 +112,7 @@ def test_a_server_without_the_extension_fails_the_model_naming_what_to_add(tmp_p
         assert not (state / "warehouse" / "sized_it.db" / "orders").exists()
     finally:
         SERVER.clear()
+        SERVER.update(before)
         server.terminate()
         server.wait(timeout=60)
 
@@ -168,3 +170,94 @@ def test_a_dead_clients_job_still_running_on_the_server_is_stopped_before_recove
     staging = state / "warehouse" / "sized_it.db" / ".sized" / "slow" / "staging"
     assert not staging.exists() or not any(p.is_file() for p in staging.rglob("*")), \
         sorted(str(p) for p in staging.rglob("*"))
+
+
+def test_upsert_on_a_standalone_cluster_through_connect(tmp_path):
+    """The Connect server drives scripts/spark_cluster.sh's cluster (its executors in their
+    own JVMs): a sized full build and an upsert from a dbt client that sees neither the
+    warehouse nor a JVM, each key once (the project's data test)."""
+    import os
+    import sys
+
+    from tests.functional.helpers import SHORT_JVM
+
+    env = {**os.environ, "SIZED_CLUSTER_DIR": str(tmp_path / "cluster"), "PYTHON": sys.executable,
+           "SIZED_CLUSTER_PORT": "7277", **SHORT_JVM}
+    cluster = str(REPO / "scripts/spark_cluster.sh")
+    started = subprocess.run(["bash", cluster, "start"], env=env, capture_output=True, text=True)
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        os.environ["SIZED_CONNECT_MASTER"] = "spark://127.0.0.1:7277"
+        try:
+            with connect_server(tmp_path / "connect", "15104") as (_url, warehouse):
+                project = _project(tmp_path, "tests/functional/dbt_mini")
+                first, second = _dbt_steps(
+                    project, tmp_path / "connect", "connect", ["build", "--select", "orders+"],
+                    ["build", "--select", "orders+", "--vars", "{batch: 2}"])
+                log = (tmp_path / "connect" / "server.log").read_text()
+        finally:
+            os.environ.pop("SIZED_CONNECT_MASTER")
+    finally:
+        subprocess.run(["bash", cluster, "stop"], env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stdout[-4000:] + log[-3000:]
+    assert second.returncode == 0, second.stdout[-4000:]
+    assert "PASS=2" in second.stdout
+    assert "1,000 new, 1,000 updated" in _plain(second.stdout)
+    assert any((warehouse / "sized_it.db" / "orders").glob("day=*/*.parquet"))
+
+
+def _snapshot_source(state):
+    """{id: version} of kr_snapshot_source at KR_STATE=state (tests/functional/dbt_killed)."""
+    rows = {}
+    for i in range(1, 21 + 4 * state):
+        if state in (3, 4) and i % 5 == 1:
+            continue
+        rows[i] = max([1] + [t for t in range(2, state + 1) if i % t == 0])
+    return rows
+
+
+def _expected_snapshot(states):
+    """(rows, current rows) a timestamp snapshot with hard_deletes='invalidate' holds after
+    runs at `states`: a row per version of an id while it is present, closed when the id
+    changes or goes."""
+    current, total = {}, 0
+    for state in states:
+        source = _snapshot_source(state)
+        for i, version in source.items():
+            if current.get(i) != version:
+                total += 1
+        current = dict(source)
+    return total, len(current)
+
+
+def test_snapshots_and_microbatch_over_connect(server, tmp_path):
+    """dbt snapshot through the engine (three states of the source: updates, new keys,
+    deleted keys invalidated) and a microbatch window and its rerun, over Connect: the
+    snapshot holds a row per version of each key, the microbatch model each event of its
+    window once (read with DuckDB from the test process)."""
+    import duckdb
+
+    url, state = server
+    drop_schema(url, "sized_it")
+    project = _project(tmp_path, "tests/functional/dbt_killed")
+    steps = []
+    for s in (1, 2, 3):
+        steps += [["!env", "KR_STATE", str(s)], ["snapshot", "--select", "kr_snap"]]
+    window = ["--event-time-start", "2025-01-01", "--event-time-end", "2025-01-05"]
+    rerun = ["--event-time-start", "2025-01-02", "--event-time-end", "2025-01-04"]
+    steps += [["run", "--select", "kr_events", "kr_mb", *window],
+              ["run", "--select", "kr_mb", *rerun]]
+    results = _dbt_steps(project, state, "connect", *steps)
+    for step, result in zip(steps, results):
+        assert result.returncode == 0, (step, result.stdout[-4000:])
+    base = state / "warehouse" / "sized_it.db"
+
+    def read(table, sql):
+        return duckdb.sql(sql.format(t=f"read_parquet('{base / table}/**/*.parquet', "
+                                       f"hive_partitioning=true)")).fetchall()[0]
+
+    total, live = _expected_snapshot([1, 2, 3])
+    assert read("kr_snap", "select count(*), count(*) filter (where dbt_valid_to is null) "
+                           "from {t}") == (total, live)
+    # days 1-4 of kr_events: 150 + 160 + 170 + 180 events, each once after the rerun
+    assert read("kr_mb", "select count(*), count(distinct event_id) from {t}") == (660, 660)

@@ -86,9 +86,9 @@ def test_thrift_builds_dbt_spark_models_and_refuses_sized_incremental(thrift_ser
     assert "OK created sql table model sized_thrift.plain_table" in text, text[-4000:]
     assert "OK created sql view model sized_thrift.plain_view" in text, text[-4000:]
     assert "PASS=2" in text and "ERROR=1" in text, text[-4000:]
-    # the sized model fails with the message naming method: session
-    assert ("sized_incremental model sized_thrift.sized_orders needs `method: session`, "
-            "but this profile uses `method: thrift`.") in text, text[-4000:]
+    # the sized model fails with the message naming method: session and method: connect
+    assert ("sized_incremental model sized_thrift.sized_orders needs `method: session` or "
+            "`method: connect`, but this profile uses `method: thrift`.") in text, text[-4000:]
     assert "Every sized_incremental strategy" in text
     assert "dbt-spark's own materializations (view, table, incremental)" in text
     # and nothing of it was written: no table, and its pre-hook did not run either

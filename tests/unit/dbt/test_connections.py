@@ -44,8 +44,8 @@ def test_remote_methods_fail_with_a_message_naming_method_session(method, monkey
     with pytest.raises(DbtRuntimeError) as err:
         manager.require_session("sized_incremental model analytics.events")
     message = str(err.value)
-    assert ("sized_incremental model analytics.events needs `method: session`, "
-            f"but this profile uses `method: {method}`.") in message
+    assert ("sized_incremental model analytics.events needs `method: session` or "
+            f"`method: connect`, but this profile uses `method: {method}`.") in message
     # which strategies need the session: all of them
     assert ("Every sized_incremental strategy (full build, upsert, insert, insert_overwrite, "
             "microbatch) "
@@ -60,9 +60,23 @@ def test_spark_session_refuses_before_opening_a_connection(method, monkeypatch):
     # no connection was acquired: had it got past the check, get_thread_connection() would
     # raise dbt's InvalidConnectionError instead of this message
     manager = _manager(method, monkeypatch, **REMOTE[method])
-    with pytest.raises(DbtRuntimeError, match=f"sized_layout needs `method: session`, but "
-                                              f"this profile uses `method: {method}`"):
+    with pytest.raises(DbtRuntimeError, match=f"sized_layout needs `method: session` or "
+                                              f"`method: connect`, but this profile uses "
+                                              f"`method: {method}`"):
         manager.spark_session("sized_layout")
+
+
+def test_connect_method_passes_the_check_and_needs_a_spark_connect_url(monkeypatch):
+    creds = SizedSparkCredentials(method="connect", schema="analytics",
+                                  host="sc://spark.internal:15002/;token=x")
+    assert creds.is_session and creds.is_connect
+    profile = SimpleNamespace(credentials=creds)
+    manager = SizedSparkConnectionManager(profile, multiprocessing.get_context("spawn"))
+    assert manager.require_session("sized_incremental model analytics.events") is None
+    with pytest.raises(DbtRuntimeError, match=r"method: connect needs `host` to be a Spark "
+                                              r"Connect URL such as sc://.*got host: "
+                                              r"'spark.internal:15002'"):
+        SizedSparkCredentials(method="connect", schema="analytics", host="spark.internal:15002")
 
 
 def test_session_method_passes_the_check(monkeypatch):
