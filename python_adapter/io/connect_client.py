@@ -5,7 +5,8 @@ table's storage. The dbt host needs no JVM and never sees the storage.
 
 A call is one relation sent to the server: its extension holds the operation as JSON and,
 for an operation on a query, the query's own relation; the server runs the operation while
-it plans the relation and answers one row, the result as JSON. The session implementation
+it plans the relation (an AnalyzePlan request: no query runs) and answers in the plan's
+schema, the result as JSON in its field's metadata. The session implementation
 of the same operations is py4j (python_adapter/io/fs.py, spark/catalog.py); `is_connect`
 tells the two sessions apart.
 """
@@ -80,13 +81,13 @@ def call(spark: Any, op: str, on: Any = None, **args: Any) -> Any:
             rel.extension.value = payload
             return rel
 
-    try:
-        rows = DataFrame(_Op(), spark).collect()
+    try:  # the schema only: the server plans the relation (running the operation), no query
+        schema = DataFrame(_Op(), spark).schema
     except Exception as exc:  # the server's planner: no plugin took the extension
         if "NO_HANDLER_FOR_EXTENSION" in str(exc) or TYPE_URL in str(exc):
             raise ExtensionMissing(missing_message(str(exc))) from None
         raise
-    answer = json.loads(rows[0][0])
+    answer = json.loads(schema.fields[0].metadata["answer"])
     if "error" in answer:
         err = answer["error"]
         raise RemoteError(err["class"], err["message"], err.get("trace", ""))
