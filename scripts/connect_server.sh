@@ -26,8 +26,9 @@ start() {
     echo "$URL"; return 0
   fi
   if answers; then echo "port $PORT is taken by another process" >&2; return 1; fi
-  mkdir -p "$STATE" "$WAREHOUSE"
-  local jar log4j metastore=()
+  mkdir -p "$STATE"; case "$WAREHOUSE" in /*) mkdir -p "$WAREHOUSE" ;; esac
+  local jar log4j metastore=() WAREHOUSE_URI=$WAREHOUSE
+  case "$WAREHOUSE" in /*) WAREHOUSE_URI="file://$WAREHOUSE" ;; esac  # a URI: as it is
   jar=$("$PY" -c 'from python_adapter.io.fast_local_fs import connect_jar; print(connect_jar())')
   log4j=$("$PY" -c 'from python_adapter.io.spark_logging import CONFIG; print(CONFIG)')
   local executors=()
@@ -49,7 +50,7 @@ start() {
       --conf "spark.connect.grpc.binding.port=$PORT" \
       --conf spark.connect.grpc.binding.address=127.0.0.1 \
       --conf spark.sql.catalogImplementation=hive \
-      --conf "spark.sql.warehouse.dir=file://${WAREHOUSE#file://}" \
+      --conf "spark.sql.warehouse.dir=$WAREHOUSE_URI" \
       --conf spark.hadoop.fs.file.impl=sizedspark.fs.NioLocalFileSystem \
       --conf spark.driver.host=127.0.0.1 --conf spark.ui.enabled=false \
       --conf "spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=$log4j -Dderby.system.home=$STATE" \

@@ -66,6 +66,10 @@ def test_spark_session_refuses_before_opening_a_connection(method, monkeypatch):
         manager.spark_session("sized_layout")
 
 
+PYSPARK_MAJOR = int(__import__("pyspark").__version__.split(".")[0])
+
+
+@pytest.mark.skipif(PYSPARK_MAJOR < 4, reason="method: connect needs pyspark 4")
 def test_connect_method_passes_the_check_and_needs_a_spark_connect_url(monkeypatch):
     creds = SizedSparkCredentials(method="connect", schema="analytics",
                                   host="sc://spark.internal:15002/;token=x")
@@ -77,6 +81,14 @@ def test_connect_method_passes_the_check_and_needs_a_spark_connect_url(monkeypat
                                               r"Connect URL such as sc://.*got host: "
                                               r"'spark.internal:15002'"):
         SizedSparkCredentials(method="connect", schema="analytics", host="spark.internal:15002")
+
+
+@pytest.mark.skipif(PYSPARK_MAJOR >= 4, reason="pyspark 3.5's refusal")
+def test_connect_method_on_pyspark_3_5_says_it_needs_pyspark_4():
+    with pytest.raises(DbtRuntimeError, match=r"method: connect needs pyspark 4 \(pyspark 3.5 "
+                                              r"runs method: session only\)"):
+        SizedSparkCredentials(method="connect", schema="analytics",
+                              host="sc://spark.internal:15002")
 
 
 def test_session_method_passes_the_check(monkeypatch):
