@@ -159,8 +159,6 @@ def string_seq(spark: SparkSession, items: Sequence[str]) -> Any:
 def select_exprs(df: DataFrame, exprs: Sequence[str]) -> DataFrame:
     """df.selectExpr(*exprs), the expressions sent to the JVM in one call (py4j sends a list
     one element per round trip)."""
-    if is_connect(df.sparkSession):  # the plan is built here: no round trip per column
-        return df.selectExpr(*exprs)
     seq = string_seq(df.sparkSession, exprs)
     if seq is None or not exprs:
         return df.selectExpr(*exprs)
