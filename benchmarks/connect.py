@@ -5,7 +5,8 @@
 
 Two dbt processes, one after the other, each in a fresh warehouse: one on `method: session`
 (the embedded Spark, local[2]) and one on `method: connect` (a Spark Connect server started
-by scripts/connect_server.sh, local[2], already warm: a Connect server outlives its clients).
+by scripts/connect_server.sh, local[2], 4g of driver memory as session's, already warm: a
+Connect server outlives its clients).
 Each runs
   backfill   a sized full build of --rows rows over 365 daily partitions at 1 MB files
              (the backfill benchmark's shape)
@@ -162,6 +163,7 @@ def main(argv=None):
         fh.write(PROFILES.format(home=home, port=PORT))
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
            "SIZED_CONNECT_DIR": os.path.join(home, "connect"), "SIZED_CONNECT_PORT": PORT,
+           "SIZED_CONNECT_DRIVER_MEMORY": "4g",  # as session's spark.driver.memory
            "PYTHON": sys.executable}
     script = os.path.join(REPO, "scripts", "connect_server.sh")
     started = subprocess.run(["bash", script, "start"], env=env, capture_output=True, text=True)

@@ -6,7 +6,8 @@
 #   bash scripts/connect_server.sh start|stop|status   (state in $SIZED_CONNECT_DIR)
 # SIZED_CONNECT_PORT (15002), SIZED_CONNECT_WAREHOUSE (the warehouse directory),
 # SIZED_CONNECT_MASTER (local[2]; a spark:// URL runs it on scripts/spark_cluster.sh's
-# cluster), SIZED_METASTORE_URI (scripts/metastore.sh's service instead of Derby).
+# cluster), SIZED_METASTORE_URI (scripts/metastore.sh's service instead of Derby),
+# SIZED_CONNECT_DRIVER_MEMORY (the server's --driver-memory; Spark's 1g when unset).
 # A profile then says: method: connect, host: <the URL>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,8 @@ start() {
   case "$WAREHOUSE" in /*) WAREHOUSE_URI="file://$WAREHOUSE" ;; esac  # a URI: as it is
   jar=$("$PY" -c 'from python_adapter.io.fast_local_fs import connect_jar; print(connect_jar())')
   log4j=$("$PY" -c 'from python_adapter.io.spark_logging import CONFIG; print(CONFIG)')
-  local executors=()
+  local executors=() memory=()
+  if [ -n "${SIZED_CONNECT_DRIVER_MEMORY:-}" ]; then memory=(--driver-memory "$SIZED_CONNECT_DRIVER_MEMORY"); fi
   case "$MASTER" in  # executors in their own JVMs: the jar's filesystem on their classpath
     local*) ;;
     *) executors=(--conf "spark.executor.extraClassPath=$jar" --conf spark.executor.memory=1g
@@ -45,7 +47,7 @@ start() {
   nohup "$SPARK_HOME/bin/spark-submit" \
       --class org.apache.spark.sql.connect.service.SparkConnectServer \
       --name "Spark Connect server (dbt-sized-spark)" --master "$MASTER" \
-      --jars "$jar" --driver-class-path "$jar" \
+      --jars "$jar" --driver-class-path "$jar" "${memory[@]}" \
       --conf spark.connect.extensions.relation.classes=sizedspark.connect.SizedOps \
       --conf "spark.connect.grpc.binding.port=$PORT" \
       --conf spark.connect.grpc.binding.address=127.0.0.1 \

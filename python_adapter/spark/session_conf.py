@@ -12,6 +12,7 @@ from python_adapter.spark.catalog import TableRef, drop_cached_relation
 
 _lock = threading.Lock()
 _held = {}  # (session, key) -> [blocks holding it, value before the first]
+_own = set()  # ids of the sessions own_session made and has not yet released
 
 
 @contextmanager
@@ -73,12 +74,26 @@ def own_session(spark: SparkSession, schema: str, table: str) -> Iterator[SparkS
     server's session (pyspark 4.1's cloneSession), released on exit; an older client shares
     the session, its settings put back by session_conf on exit."""
     own = _copy(spark)
+    if own is not spark:
+        _own.add(id(own))
     try:
         yield own
     finally:
+        _own.discard(id(own))
         if own is not spark and is_connect(spark):
             own.stop()  # releases the clone on the server; the caller's session stays
         drop_cached_relation(spark, TableRef(schema, table))
+
+
+def raise_on_own_session(spark: SparkSession, key: str, value: int) -> bool:
+    """Raise an integer setting to at least `value` for the rest of the life of a session
+    own_session made (no other query sees it). False, and nothing set, on any other session."""
+    if id(spark) not in _own:
+        return False
+    with _lock:
+        if int(spark.conf.get(key, "0")) < value:
+            spark.conf.set(key, str(value))
+    return True
 
 
 def _copy(spark: SparkSession) -> SparkSession:

@@ -1,5 +1,6 @@
 """Settings set around one query: restored afterwards; shuffle partitions sized to the input."""
-from python_adapter.spark.session_conf import own_session, session_conf, shuffle_conf
+from python_adapter.spark.session_conf import (own_session, raise_on_own_session, session_conf,
+                                               shuffle_conf)
 
 
 def test_settings_are_restored_or_unset(spark):
@@ -70,3 +71,19 @@ def test_after_a_write_on_its_own_session_the_caller_reads_the_new_files(spark, 
     with own_session(spark, schema, "t") as own:
         own.sql(f"INSERT OVERWRITE TABLE {schema}.t SELECT 2 UNION ALL SELECT 3")
     assert sorted(r.a for r in spark.table(f"{schema}.t").collect()) == [2, 3]
+
+
+def test_a_setting_raised_on_a_writes_own_session_stays_there_and_nowhere_else(spark):
+    """Over Spark Connect a read's file index is built at each action, so read_files raises
+    the listing threshold for the rest of the write: only on the write's own session, never
+    lowered, and never on a session own_session did not make (the caller's)."""
+    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    before = spark.conf.get(key)
+    assert not raise_on_own_session(spark, key, 500)
+    assert spark.conf.get(key) == before
+    with own_session(spark, "default", "sized_no_table") as own:
+        assert raise_on_own_session(own, key, 500)
+        assert raise_on_own_session(own, key, 40)  # lower: kept at 500
+        assert own.conf.get(key) == "500"
+        assert spark.conf.get(key) == before
+    assert not raise_on_own_session(own, key, 900)  # released on exit
