@@ -282,7 +282,7 @@ def parse_args(argv):
     ap.add_argument("--max-bytes-per-group", default="all",
                     help="clustering group size (run_clustering max_bytes_per_group): 'all' = "
                          "the table's bytes, one group, a total order over the table; "
-                         "'default' = the engine's default, 16 x target (see README)")
+                         "'default' = the engine's default (2GB, or 16 x target when larger)")
     ap.add_argument("--queries", type=int, default=3, help="random values per query column (3)")
     ap.add_argument("--runs", type=int, default=2,
                     help="timed runs per value, the best is kept (2)")
@@ -510,7 +510,7 @@ def notes(args, res):
         "Each hilbert run starts from the layout its zorder run started from (the table restored "
         "by the engine's restore before it), so both curves' jobs read the same files.",
         "Clustering options: target_file_size " + f"{target:,} B, max_bytes_per_group "
-        + ("the engine's default (16 x target)" if group is None else
+        + ("the engine's default (2GB, or 16 x target when larger)" if group is None else
            f"{group:,} B = the table's bytes + one target: one group, so the whole table is "
            f"one sort order") + "; other options the engine's defaults.",
         f"Point queries: `spark.table(t).where(col == value).collect()`, {args.queries} random "

@@ -319,6 +319,9 @@ def check_columns(config: SizedConfig, columns: Sequence[str]) -> None:
         )
 
 
+CLUSTER_GROUP_BYTES = 2 * 1000**3  # Hudi's clustering max bytes per group
+
+
 @dataclass(frozen=True)
 class ClusterOptions:
     """A clustering plan's options (Hudi's size-based plan strategy)."""
@@ -326,7 +329,7 @@ class ClusterOptions:
     strategy: str = "linear"
     target_file_size: int = 128 * 1000**2
     small_file_limit: int = 300 * 1000**2      # Hudi: 300MB, above the write-time 100MB
-    max_bytes_per_group: int = 2 * 1000**3    # Hudi: 2GB
+    max_bytes_per_group: int = CLUSTER_GROUP_BYTES
     max_groups: int = 30                      # Hudi: 30
 
 
@@ -348,7 +351,12 @@ def cluster_options(cluster_by: Union[str, Sequence[str]], strategy: str = "line
         raise ConfigError(f"target_file_size: must be > 0, got {target_file_size!r}")
     small = _size("cluster_small_file_limit", small_file_limit,
                   3 * (write_small_file_limit or int(target * SMALL_FILE_RATIO)))
-    group = _size("cluster_max_bytes_per_group", max_bytes_per_group, 16 * target)
+    # A group is sorted as one, so a table below the bound is one sorted run: the bound is
+    # what Spark sorts comfortably in one job (Hudi's 2GB), not a multiple of a small target
+    # (16 x 512KB cut a 14MB table into two runs, each sorted alone). Large targets keep
+    # 16 files a group.
+    group = _size("cluster_max_bytes_per_group", max_bytes_per_group,
+                  max(CLUSTER_GROUP_BYTES, 16 * target))
     if group < target:
         raise ConfigError(f"cluster_max_bytes_per_group: {max_bytes_per_group!r} is smaller than "
                           f"target_file_size {target_file_size!r}")

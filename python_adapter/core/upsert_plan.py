@@ -81,13 +81,16 @@ def _counts(groups: Iterable[TagGroup], pcols):
 
 
 def plan_upsert(groups: Iterable[TagGroup], file_bytes: Mapping[str, int],
-                pcols: Sequence[str], sizing: Sizing, excluded: Iterable[str] = ()
-                ) -> UpsertPlan:
+                pcols: Sequence[str], sizing: Sizing, excluded: Iterable[str] = (),
+                file_rows: Optional[Mapping[str, int]] = None) -> UpsertPlan:
     """The slots, insert ranges and task weights of an upsert. file_bytes: {rel path: bytes}
     of every file of the table; excluded: files never packed (in a pending clustering
-    plan). Fails, before anything is written, on partition values Hive reads back as NULL."""
+    plan); file_rows: {rel path: rows} where known, so a file losing rows packs as the
+    smaller file it becomes (bytes_left). Fails, before anything is written, on partition
+    values Hive reads back as NULL."""
     groups = list(groups)
     check_partition_texts(pcols, (g.values for g in groups))
+    file_bytes = bytes_left(file_bytes, file_rows or {}, groups)
     values_of, updates_by_file, inserts_by_part = _counts(groups, pcols)
     files_of = {}
     for rel, size in file_bytes.items():
@@ -107,6 +110,30 @@ def plan_upsert(groups: Iterable[TagGroup], file_bytes: Mapping[str, int],
                         + (s.inserts + s.updates) * sizing.bytes_per_row) for s in slots}
     return UpsertPlan(tuple(slots), _insert_ranges(slots, inserts_by_part), weights,
                       summarize(plans), row_changes(groups))
+
+
+def bytes_left(file_bytes: Mapping[str, int], file_rows: Mapping[str, int],
+               groups: Sequence[TagGroup]) -> Dict[str, int]:
+    """{rel path: bytes} with each file's bytes scaled to the rows it keeps: rows deleted, or
+    moving to another partition, leave it. A microbatch rerun deletes every row of its
+    window's files; counted at their old size those files took few inserts and the rest
+    went to new files (a rerun day of 4 files came back as 5, two small), counted empty they
+    are refilled as a fresh build fills files. Rows that stay in the file (updates) are
+    counted back, at most up to the file's rows: an update in place leaves the size as it
+    is, and one whose old row a microbatch window deleted brings a row back."""
+    leaving, staying = {}, {}
+    for g in groups:
+        if g.file is None:
+            continue
+        into = leaving if g.deleted or not g.stays else staying
+        into[g.file] = into.get(g.file, 0) + g.rows
+    out = dict(file_bytes)
+    for rel, gone in leaving.items():
+        rows = file_rows.get(rel, 0)
+        if rows > 0 and rel in out:
+            kept = min(rows, max(0, rows - gone) + staying.get(rel, 0))
+            out[rel] = int(out[rel] * kept / rows)
+    return out
 
 
 def row_changes(groups: Iterable[TagGroup]) -> Dict[str, int]:

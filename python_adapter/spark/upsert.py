@@ -719,7 +719,8 @@ def _write_upsert(job, key_check, passes, bpr, staging, current):
             groups += _window_groups(job, tagger, current, window)
         sizing = Sizing(bpr, cfg.target_file_size, cfg.small_file_limit, cfg.insert_split_size)
         plan = plan_upsert(groups, {f.path: f.bytes for f in current}, job.pcols, sizing,
-                           excluded=pending_plan_files(job.proto.timeline))
+                           excluded=pending_plan_files(job.proto.timeline),
+                           file_rows={f.path: f.rows for f in current})
         summary = plan.summary
         progress(f"plan: {summary['files_rewritten']} files rewritten, {summary['new_files']} new "
                  f"files, {summary['inserts_into_existing']} inserts packed into small files, "

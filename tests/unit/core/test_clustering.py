@@ -39,6 +39,18 @@ def test_defaults_scale_with_target_and_errors_name_keys():
     opts = cluster_options("a", target_file_size="128MB")
     assert opts.small_file_limit == 300_000_000 and opts.max_groups == 30
     assert opts.max_bytes_per_group == 16 * 128_000_000
+    assert cluster_options("a", target_file_size="1GB").max_bytes_per_group == 16 * 1000**3
+
+
+def test_a_table_below_2GB_at_a_small_target_is_sorted_as_one_group():
+    """Issue 49: 14 MB at a 512 KB target was cut into two groups of 16 x target, each sorted
+    alone, so a point query on the sort column read twice the rows one sorted run gives."""
+    opts = cluster_options("a", target_file_size="512KB", small_file_limit="1GB")
+    assert opts.max_bytes_per_group == 2 * 1000**3
+    files = {"d=1": [(f"f{i}.parquet", 450 * 1000) for i in range(31)]}  # ~14 MB
+    groups = plan_groups(files, opts)
+    assert len(groups) == 1 and len(groups[0].files) == 31
+    assert groups[0].output_files == 28  # ceil(13,950,000 / 512,000)
     with pytest.raises(ValueError, match="cluster_strategy.*peano"):
         cluster_options(["a"], strategy="peano")
     with pytest.raises(ValueError, match="cluster_by"):

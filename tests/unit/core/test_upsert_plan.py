@@ -69,3 +69,29 @@ def test_weights_are_the_bytes_each_task_writes():
 def test_a_value_hive_reads_back_as_null_is_refused():
     with pytest.raises(ConfigError, match="column d holds the value ''"):
         plan_upsert([_group("", 1)], FILES, ["d"], SIZING)
+
+
+def test_a_rerun_that_deletes_every_row_of_its_files_refills_them_as_a_fresh_build():
+    """Issue 49: a microbatch rerun of a day deletes all of its files' rows (window groups)
+    and inserts the day again. Counted at their old sizes, the full files took nothing and
+    the small one little, so the day came back as 5 files, two small; counted empty, the
+    same files are refilled and at most one is below the target."""
+    day = {f"d=1/f{i}.parquet": 100 * KB for i in range(3)} | {"d=1/f3.parquet": 20 * KB}
+    rows = {f"d=1/f{i}.parquet": 10_000 for i in range(3)} | {"d=1/f3.parquet": 2_000}
+    window = [_group("1", n, rel, stays=True, deleted=True) for rel, n in rows.items()]
+    plan = plan_upsert(window + [_group("1", 32_000)], day, ["d"], SIZING, file_rows=rows)
+    assert sorted(s.inserts for s in plan.slots) == [2_000, 10_000, 10_000, 10_000]
+    assert all(s.file for s in plan.slots)  # the day's four files, no new one
+    before = plan_upsert(window + [_group("1", 32_000)], day, ["d"], SIZING)  # no row counts
+    assert sorted(s.inserts for s in before.slots if s.inserts) == [4_000, 8_000, 10_000, 10_000]
+
+
+def test_a_file_losing_rows_packs_as_the_smaller_file_it_becomes():
+    rows = {"d=1/b.parquet": 9_500}
+    deletes = _group("1", 5_000, "d=1/b.parquet", stays=True, deleted=True)
+    plan = plan_upsert([deletes, _group("1", 4_000)], FILES, ["d"], SIZING, file_rows=rows)
+    slots = {s.file: (s.updates, s.inserts) for s in plan.slots}
+    assert slots["d=1/b.parquet"][1] > 0  # 95 KB -> 45 KB: small now, it takes inserts
+    updates = _group("1", 5_000, "d=1/b.parquet", stays=True)  # in place: no size change
+    plan = plan_upsert([updates, _group("1", 4_000)], FILES, ["d"], SIZING, file_rows=rows)
+    assert {s.file: s.inserts for s in plan.slots}["d=1/b.parquet"] == 0
