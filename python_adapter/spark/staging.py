@@ -86,10 +86,11 @@ def known_bytes_per_row(job: WriteJob) -> Tuple[Optional[float], str]:
     return (learned, "earlier commits") if learned is not None else (None, "")
 
 
-def bytes_per_row(job: WriteJob, df: DataFrame, total_rows: Optional[int]
-                  ) -> Tuple[Optional[float], str]:
+def bytes_per_row(job: WriteJob, df: DataFrame, total_rows: Optional[int],
+                  largest_rows: Optional[int] = None) -> Tuple[Optional[float], str]:
     """(bytes per row or None, where it came from): the config, the table's earlier commits
-    (not across a new definition), or a sample of df written to Parquet (docs/design.md, Algorithms 1)."""
+    (not across a new definition), or a sample of df written to Parquet (docs/design.md,
+    Algorithms 1). largest_rows: the rows of df's largest partition, when counted."""
     known, source = known_bytes_per_row(job)
     if known is not None:
         return known, source
@@ -99,5 +100,5 @@ def bytes_per_row(job: WriteJob, df: DataFrame, total_rows: Optional[int]
         return None, "no rows"
     job.progress("sampling to measure bytes per row")
     bpr = measure_bytes_per_row(job.fs, df, job.data_cols, total_rows, job.cfg.target_file_size,
-                                job.staging + "/_sample")
+                                job.staging + "/_sample", largest_rows)
     return bpr, "sample written to Parquet"

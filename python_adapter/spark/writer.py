@@ -347,7 +347,7 @@ def _plan(job: WriteJob) -> _FilePlan:
             return _FilePlan(None, cfg.file_count, None, None)
         plans = plan_static(rows_by_partition, cfg.file_count)
         return _FilePlan(plans, sum(p.files for p in plans.values()), None, total_rows)
-    bpr, source = bytes_per_row(job, df, total_rows)
+    bpr, source = bytes_per_row(job, df, total_rows, max(rows_by_partition.values(), default=0))
     if not total_rows:
         return _FilePlan({}, 0, bpr, 0)
     plans = plan_partitions(rows_by_partition, bpr, cfg.target_file_size, cfg.insert_split_size)
