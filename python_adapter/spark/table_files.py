@@ -17,7 +17,6 @@ from pyspark.sql import types as T
 from python_adapter.spark.job import select_names, string_seq
 from python_adapter.spark.local_table import local_table
 from python_adapter.core.partitions import parse_partition_path
-from python_adapter.io.connect_client import is_connect
 from python_adapter.spark.session_conf import raise_on_own_session, session_conf
 
 
@@ -42,13 +41,14 @@ def read_files(spark: SparkSession, location: str, schema: Optional[T.StructType
     paths = [f"{base}/{rel}" for rel in rel_paths]
     if base.split(":", 1)[0].lower() not in _CHEAP_STATUS_SCHEMES:
         return _parquet(spark, reader, paths)
-    # Over Spark Connect the file index is built each time the plan is analyzed (at each
-    # action, not here): the setting must outlive this call, so it stays on the write's
-    # own session (a parallel listing job costs ~0.5 s an action, measured over Connect).
-    if is_connect(spark) and raise_on_own_session(spark, _DISCOVERY, len(paths) + 1):
+    # The setting must hold whenever the plan is analyzed: over Spark Connect that is at
+    # each action, not here (a parallel listing job costs ~0.5 s an action), so on a write's
+    # own session it stays for the write's life; on any other it is set for this call,
+    # where the embedded session builds the file index.
+    if raise_on_own_session(spark, _DISCOVERY, len(paths) + 1):
         return _parquet(spark, reader, paths)
     with session_conf(spark, {_DISCOVERY: max(len(paths) + 1, 32)}):
-        return _parquet(spark, reader, paths)  # the file index is built here, eagerly
+        return _parquet(spark, reader, paths)
 
 
 def _parquet(spark: SparkSession, reader, paths: Sequence[str]) -> DataFrame:
