@@ -21,7 +21,7 @@ from python_adapter.io.fast_local_fs import FS_CLASS, embedded_confs
 from python_adapter.io.jvm_startup import class_archive_confs
 from python_adapter.io.spark_logging import quiet_logging_confs
 from python_adapter.report import write_report
-from python_adapter.spark.catalog import TableRef
+from python_adapter.spark.catalog import TableRef, drop_cached_relation
 from python_adapter.spark.clean import CleanResult, clean_table
 from python_adapter.spark.cluster_exec import ClusterResult, run_clustering, run_compaction
 from python_adapter.spark.describe import TIMELINE_COLUMNS, read_layout, timeline_rows
@@ -33,6 +33,10 @@ from python_adapter.spark.rollback import recover_table, rollback_last_commit
 from python_adapter.spark.session_conf import own_session
 from python_adapter.spark.table_files import unreadable_file
 from python_adapter.spark.writer import write_dataframe
+from python_adapter.table import settle
+# a dbt command's writes settle (statistics, cleanup) while its next model runs
+from python_adapter.table.settle import in_background as settle_in_background
+from python_adapter.table.settle import wait as wait_for_settling
 
 __all__ = ["TableRef", "SizedConfig", "parse_config", "unknown_key_error", "Notice", "write_model", "write_dataframe",
            "layout", "layout_rows", "layout_limits_text", "file_rows", "file_columns", "layout_problems",
@@ -40,7 +44,7 @@ __all__ = ["TableRef", "SizedConfig", "parse_config", "unknown_key_error", "Noti
            "CleanResult", "recover", "repair", "unlock",
            "cluster", "compact", "report", "WriteResult", "ClusterResult", "RepairResult", "Layout",
            "STRATEGIES", "FS_CLASS", "embedded_confs", "quiet_logging_confs",
-           "class_archive_confs"]
+           "class_archive_confs", "settle_in_background", "wait_for_settling"]
 
 
 def _names_unreadable_files(fn):
@@ -68,8 +72,11 @@ def write_model(spark: SparkSession, table: TableRef, sql: str, cfg: SizedConfig
     """Run a model's SQL and write its rows into `table` as its config (parse_config of
     the model's dbt config) says; clusters inline when `cluster_every_n_commits` is due."""
     with own_session(spark, table.schema, table.identifier) as session:
-        return write_dataframe(session, session.sql(sql), table, cfg,
-                               full_refresh=full_refresh, log=log)
+        result = write_dataframe(session, session.sql(sql), table, cfg,
+                                 full_refresh=full_refresh, log=log)
+    if settle.backgrounded():  # a query meanwhile may cache the relation with the old figures
+        settle.submit(f"relation {table.quoted}", lambda: drop_cached_relation(spark, table))
+    return result
 
 
 def layout(spark: SparkSession, table: TableRef,

@@ -1,6 +1,7 @@
 """What every writer of a table does around its work: take the writer lock, recover
 unfinished instants (restoring the table's definition in the metastore when a rolled-back
-instant had changed it, and resyncing its partitions), list the table's files again for
+instant had changed it, and resyncing its partitions) and settle completed ones a crash
+left unsettled (their statistics), list the table's files again for
 plans analyzed before the lock (a model that reads its own table), release the lock.
 
 An InjectedCrash (a simulated kill) passes through without releasing, like a real crash.
@@ -58,6 +59,8 @@ def locked_locations(spark: SparkSession, table: TableRef, operation: str,
         if rolled:
             SparkCatalog(spark, fs, table, protos[0].location, log).after_rollback(
                 rolled, protos[0].timeline.file_index())
+        for proto in protos:
+            _settle_unsettled(spark, table, proto)
         yield protos
     except Exception:  # not an InjectedCrash: a crash keeps its locks, as a dead process does
         for proto in held:
@@ -65,6 +68,18 @@ def locked_locations(spark: SparkSession, table: TableRef, operation: str,
         raise
     for proto in held:
         proto.release_lock()
+
+
+def _settle_unsettled(spark: SparkSession, table: TableRef, proto: CommitProtocol) -> None:
+    """Completed instants a crash stopped before their settling (table/settle.py): their
+    statistics written from the files the timeline records, then their cleanup."""
+    if not proto.unsettled:
+        return
+    SparkCatalog(spark, proto.fs, table, proto.location, proto.log).settle(
+        proto.unsettled, proto.timeline.file_index())
+    for instant in proto.unsettled:
+        proto.cleanup(instant)
+    proto.unsettled = []
 
 
 @contextmanager

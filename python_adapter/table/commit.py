@@ -12,6 +12,7 @@ from typing import Callable, Collection, Iterable, List, Optional, Sequence, Set
 
 from python_adapter.core.notice import Notice
 from python_adapter.io.fs import HadoopFS
+from python_adapter.table import settle
 from python_adapter.table.archive import clean
 from python_adapter.table.faults import fault_point
 from python_adapter.table.lock import LockOptions, WriterLock
@@ -29,6 +30,8 @@ class CommitProtocol:
         self.lock_path = f"{self.meta}/lock"
         self.lock = WriterLock(fs, self.lock_path, log=log)
         self.log = log
+        self.unsettled: List[Instant] = []   # completed instants recovery found unsettled
+        self._settling: List[Callable[[], None]] = []
 
     # -- paths ---------------------------------------------------------------------------
     def staging_dir(self, instant_id: str) -> str:
@@ -47,13 +50,37 @@ class CommitProtocol:
 
     # -- lock ----------------------------------------------------------------------------
     def acquire_lock(self, operation: str, options: LockOptions = LockOptions()) -> None:
+        settle.wait(self.location)  # this process's last commit to the table settles first
         migrate_legacy_meta(self.fs, self.location, self.log)
         self.lock.acquire(operation, options)
         self.timeline.hold(True)
 
     def release_lock(self) -> None:
+        """Release now, or, when commits left their settling to the background
+        (table/settle.py), once the worker has settled them."""
+        work, self._settling = self._settling, []
+        if work:
+            settle.submit(self.location, lambda: self._settle_and_release(work))
+        else:
+            self._release()
+
+    def _settle_and_release(self, work: List[Callable[[], None]]) -> None:
+        for step in work:
+            step()  # an InjectedCrash passes, the lock kept as a dead process keeps it
+        self._release()
+
+    def _release(self) -> None:
         self.timeline.hold(False)
         self.lock.release()
+
+    # -- settling ------------------------------------------------------------------------
+    def settle(self, work: Callable[[], None]) -> None:
+        """A completed commit's settling (statistics, cleanup): now, or in the background
+        before the lock is released when the caller asked for it (settle.in_background)."""
+        if settle.backgrounded():
+            self._settling.append(work)
+        else:
+            work()
 
     # -- recovery ------------------------------------------------------------------------
     def recover(self) -> List[Instant]:
@@ -70,6 +97,7 @@ class CommitProtocol:
                             f"({instant.operation}, {instant.state})"))
             self._roll_back(instant)
             rolled.append(instant)
+        self.unsettled = self.timeline.unsettled()
         # Staging left behind by a completed instant (crash during cleanup) is garbage.
         for st in self.fs.list_dir(f"{self.meta}/staging"):
             if st.name not in waiting:
@@ -157,7 +185,8 @@ class CommitProtocol:
         return done
 
     def cleanup(self, done: Instant) -> None:
-        """Drop staging and the instant's earlier states, then clean: set-aside files past
+        """Drop staging and the instant's earlier states (the last step of its settling:
+        until then its inflight file says the settling may not be done), then clean: set-aside files past
         the table's retention, old instants into the archive (table/archive.py). The commit
         is done: a cleaning that fails is logged and tried again after the next one."""
         self.fs.delete(self.staging_dir(done.instant))

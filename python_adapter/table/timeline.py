@@ -483,6 +483,17 @@ class Timeline:
     def pending(self) -> List[Instant]:
         return [i for i in self.instants() if i.state != "completed"]
 
+    def unsettled(self) -> List[Instant]:
+        """Completed instants whose earlier state files are still there: their settling
+        (the metastore's statistics, then cleanup: table/settle.py) may not have run."""
+        states: Dict[str, set] = {}
+        for st in self.listing():
+            parsed = parse_file_name(st.name)
+            if parsed is not None:
+                states.setdefault(parsed[0], set()).add(parsed[2])
+        return [i for i in self.active()
+                if i.state == "completed" and len(states.get(i.instant, ())) > 1]
+
 
 def learned_bytes_per_row(timeline: Timeline) -> Optional[float]:
     """bytes written / rows written over completed write commits (clustering, repairs and

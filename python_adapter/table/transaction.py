@@ -10,7 +10,9 @@ and its snapshot producers: an operation only says which files it adds and remov
 
 On a clean exit: inflight (the full list of adds and removes), publish (removed files set
 aside, added files moved into place), the table's definition when the operation brings one
-(`define`), the catalog's partitions, completed, cleanup. An ordinary failure (Exception)
+(`define`), the catalog's partitions (new ones registered with their statistics, emptied
+ones dropped), completed; then the settling (table/settle.py), now or in the background:
+the statistics of the partitions that were registered already and of the table, cleanup. An ordinary failure (Exception)
 anywhere rolls the instant back at once and lets the catalog put itself back; an
 InjectedCrash (a simulated kill) passes through untouched, as a real crash leaves things
 for the next writer's recovery.
@@ -18,6 +20,7 @@ for the next writer's recovery.
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Mapping, Optional, Protocol, Tuple
 
+from python_adapter.core.notice import Notice
 from python_adapter.errors import LockLostError
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.faults import fault_point
@@ -58,11 +61,16 @@ class CatalogChange:
 
 class CatalogSync(Protocol):
     """What a commit tells the table's catalog (the metastore), implemented by the Spark
-    layer (spark/catalog.py); the table layer never talks to the metastore itself."""
+    layer (spark/catalog_sync.py); the table layer never talks to the metastore itself."""
 
-    def sync(self, change: CatalogChange) -> None:
-        """Register the changed partitions that hold files now, with their statistics, drop
-        those that do not, and record the table's statistics."""
+    def sync(self, change: CatalogChange) -> Callable[[], None]:
+        """Register the changed partitions that hold files now, with their statistics, and
+        drop those that do not; returns what writes the statistics of the partitions that
+        were registered already and of the table (run once the commit has completed)."""
+
+    def settle(self, instants: Iterable[Instant], index: Mapping[str, FileEntry]) -> None:
+        """The statistics of completed instants whose settling a crash stopped: those of
+        the partitions they changed and of the table, from `index` (the table's files)."""
 
     def after_rollback(self, instants: Iterable[Instant],
                        index: Optional[Mapping[str, FileEntry]]) -> None:
@@ -112,13 +120,14 @@ class Transaction:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is None:
-            self._commit()
-            self.proto.cleanup(self.done)
+            write_stats = self._commit()
+            self.proto.settle(lambda: self._settle(write_stats))
         elif isinstance(exc, Exception):  # an ordinary failure; a crash passes untouched
             self._abort()
         return False
 
-    def _commit(self) -> None:
+    def _commit(self) -> Callable[[], None]:
+        """Up to the completed instant; returns the catalog's statistics step."""
         try:
             inflight = self.proto.mark_inflight(self.instant, self.added, self.removed,
                                                 in_place=self.in_place)
@@ -128,15 +137,30 @@ class Transaction:
             before = self.proto.timeline.file_index()
             after = replay(list(before.values()), [inflight])
             changed, stats_known = self._changed(after)
-            self.catalog.sync(CatalogChange.of(after, changed, self.registered,
-                                               before if stats_known else None))
+            write_stats = self.catalog.sync(CatalogChange.of(after, changed, self.registered,
+                                                             before if stats_known else None))
             fault_point("synced")
             self.done = self.proto.complete(inflight, extra=self.completed_extra)
+            return write_stats
         except LockLostError:
             raise  # the table is another writer's now: its recovery undoes this instant
         except Exception:
             self._abort()
             raise
+
+    def _settle(self, write_stats: Callable[[], None]) -> None:
+        """The statistics, then cleanup, whose deletion of the inflight file says it is
+        done. Statistics that fail to be written leave it there: the next writer's recovery
+        writes them."""
+        fault_point("settling")
+        try:
+            write_stats()
+        except Exception as exc:  # the commit is done; its figures come with the next one
+            self.proto.log(Notice(f"the metastore's statistics of {self.done.instant} were "
+                                  f"not written ({exc}); the next write to the table does it"))
+            return
+        fault_point("statistics")
+        self.proto.cleanup(self.done)
 
     def _changed(self, after: Mapping[str, FileEntry]) -> Tuple[set, bool]:
         """(The partitions whose statistics the catalog is given, whether the metastore

@@ -349,3 +349,47 @@ class TestRunResultsCarryTheWritesFigures:
         assert (response["rows_inserted"], response["rows_updated"], response["files_written"],
                 response["files_replaced"], response["files_in_table"]) == (10, 30, 3, 3, 3)
         assert len(upserted.message) <= 60
+
+
+# -- a commit's statistics settle while dbt goes on ------------------------------------
+_HOOKED_MODEL = """
+{{ config(materialized='sized_incremental', incremental_strategy='append',
+          partition_by=['part'],
+          post_hook="alter table {{ this }} set tblproperties ('team' = 'data',
+                     'run' = '{{ invocation_id }}')") }}
+select id + {{ var("offset", 0) }} as id, cast(id % 3 as int) as part from range(30)
+"""
+_AFTER_HOOKED_MODEL = "select count(*) as n from {{ ref('hooked') }}"
+
+
+class TestStatisticsSettleWhileDbtGoesOn:
+    """The statistics of partitions registered already, and of the table, are written on
+    the engine's settle worker while dbt goes on: the model's post-hook (an ALTER of the
+    same table) waits for them, so neither write is lost, and at the end of each command
+    the metastore's figures are those of the table's files."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"hooked.sql": _HOOKED_MODEL, "after_hooked.sql": _AFTER_HOOKED_MODEL}
+
+    def test_hooks_and_statistics_both_stay(self, project):
+        from pyspark.sql import SparkSession
+
+        from dbt_common.invocation import get_invocation_id
+
+        from tests.functional.helpers import metastore_params
+
+        spark = SparkSession.builder.getOrCreate()
+        for offset in (0, 1000, 2000):
+            run_dbt(["run", "--vars", f"{{offset: {offset}}}"])
+            relation = f"{project.test_schema}.hooked"
+            props = dict(spark.sql(f"show tblproperties {relation}").collect())
+            assert (props["team"], props["run"]) == ("data", get_invocation_id())
+            files = spark.sql(f"select input_file_name() as f, part from {relation}") \
+                .distinct().collect()
+            parts, table = metastore_params(spark, project.test_schema, "hooked")
+            rows = (offset // 1000 + 1) * 30
+            assert table["numRows"] == rows and table["numFiles"] == len({f.f for f in files})
+            assert sum(p["numRows"] for p in parts.values()) == rows
+            assert [r.n for r in spark.table(f"{project.test_schema}.after_hooked")
+                    .collect()] == [rows]

@@ -9,6 +9,7 @@ is that check alone: it reads the profile only and opens no connection, so the
 materialization calls it first, before hooks or any SQL run.
 """
 import os
+import re
 
 from dbt.adapters.contracts.connection import ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -18,7 +19,7 @@ from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
 from python_adapter.api import (FS_CLASS, STRATEGIES, class_archive_confs, embedded_confs,
-                                quiet_logging_confs)
+                                quiet_logging_confs, wait_for_settling)
 
 logger = AdapterLogger("SizedSpark")
 
@@ -52,6 +53,14 @@ class SizedSparkConnectionManager(SparkConnectionManager):
             # to loopback)
             os.environ.update(embedded.env)
         return super().open(connection)
+
+    def add_query(self, sql, *args, **kwargs):
+        # A statement that may change a table's metadata (a hook's ALTER, persist_docs, a
+        # grant, a later model's DDL) waits for the sized commits settling in the background
+        # (their statistics); reads do not.
+        if not reads_only(sql):
+            settled(logger)
+        return super().add_query(sql, *args, **kwargs)
 
     def require_session(self, what="sized_incremental"):
         """Fail with a clear message unless the profile uses `method: session`."""
@@ -153,3 +162,23 @@ def session_required_message(what, method) -> str:
         f"Connect server with this package's extension), or one of dbt-spark's own "
         f"materializations (view, table, incremental), which work over `method: {method}`."
     )
+
+
+_LEADING_COMMENTS = re.compile(r"^(\s+|/\*.*?\*/|--[^\n]*(\n|$))*", re.DOTALL)
+_READS = {"select", "with", "show", "describe", "desc", "explain", "values", "list", "use"}
+
+
+def reads_only(sql: str) -> bool:
+    """Whether a statement only reads (its first keyword, after dbt's query comment)."""
+    body = _LEADING_COMMENTS.sub("", sql or "", count=1).lstrip("(")
+    match = re.match(r"[A-Za-z]+", body)
+    return bool(match) and match.group(0).lower() in _READS
+
+
+def settled(log) -> None:
+    """Wait for the sized commits settling in the background; a failure of it (a lock not
+    released) is logged: the commits are done, the next write to the table recovers."""
+    try:
+        wait_for_settling()
+    except Exception as exc:
+        log.warning(f"the sized engine's work after a commit did not finish: {exc}")

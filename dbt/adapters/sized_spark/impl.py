@@ -5,6 +5,7 @@ Thin by design: each method turns dbt objects into plain values, hands them to
 errors (`python_adapter.errors.SizedError`) become DbtRuntimeError so the model fails with
 the engine's message; anything else is a bug and is raised as it is.
 """
+import contextlib
 import dataclasses
 import functools
 from typing import Any, Dict, List, Optional
@@ -17,7 +18,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
-from dbt.adapters.sized_spark.connections import SizedSparkConnectionManager
+from dbt.adapters.sized_spark.connections import SizedSparkConnectionManager, settled
 from python_adapter import api
 from python_adapter.errors import SchemaChangeError, SizedError
 
@@ -145,6 +146,11 @@ class SizedSparkAdapter(SparkAdapter):
         return api.TableRef(schema=relation.schema, identifier=relation.identifier,
                         location_root=location_root)
 
+    def cleanup_connections(self) -> None:
+        # the end of a command: every sized commit settled before dbt reports and exits
+        settled(logger)
+        super().cleanup_connections()
+
     @available
     def sized_require_session(self, what: str) -> str:
         """Fail unless the profile uses `method: session`; the materialization calls it first,
@@ -179,8 +185,14 @@ class SizedSparkAdapter(SparkAdapter):
         name = f"{kind} {relation.schema}.{relation.identifier}"
         cfg = _engine_call(name, api.parse_config, dict(model_config))
         spark = self.connections.spark_session()
-        result = _engine_call(name, api.write_model, spark, self._table_ref(relation, model_config),
-                              compiled_code, cfg, full_refresh=full_refresh, log=_engine_log)
+        # over session, the commit's statistics and cleanup run while dbt goes on (its next
+        # model); over Connect they are one call on the server, and the write's session ends
+        background = api.settle_in_background() if not self.config.credentials.is_connect \
+            else contextlib.nullcontext()
+        with background:
+            result = _engine_call(name, api.write_model, spark,
+                                  self._table_ref(relation, model_config), compiled_code, cfg,
+                                  full_refresh=full_refresh, log=_engine_log)
         # Our writes bypass dbt's SQL path: forget cached relation metadata for this table.
         self.cache_added(relation.incorporate(type="table"))
         return {**result.as_dict(), "response": _response(result.as_dict())}

@@ -29,9 +29,10 @@ PRINTED = {"kr_snap": SNAP_COLUMNS, "kr_snap_ref": SNAP_COLUMNS, "kr_orders": OR
 # every point a clean passes (table/archive.py); the first with two set-aside dirs to delete
 CLEAN_POINTS = ["cleaned:1", "archive_history", "archive_checkpoint", "archive_timeline"]
 # before publish, mid publish (3 partitions: 6 renames), after publish and the metastore's
-# sync but before completed, completed but not cleaned up: the i-th kills the run of the
-# source's state i + 2 (state 1 is the first build)
-SNAPSHOT_POINTS = ["inflight", "publish:3", "synced", "completed"]
+# sync but before completed, completed but not settled (the process dies on the settle
+# worker, its statistics and cleanup not done: table/settle.py): the i-th kills the run of
+# the source's state i + 2 (state 1 is the first build)
+SNAPSHOT_POINTS = ["inflight", "publish:3", "synced", "settling"]
 WINDOW = ["--event-time-start", "2025-01-01", "--event-time-end", "2025-01-05"]
 # the batches of the window: a full build (1 file), then each rewrites the month's file
 # (set aside, then the new one in): the 4th rename is the middle of the third batch

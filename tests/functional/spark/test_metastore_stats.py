@@ -9,11 +9,13 @@ import pytest
 from pyspark.sql import functions as F
 
 from python_adapter.core.config import parse_config
+from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import TableRef, describe_table
 from python_adapter.spark.metastore_stats import stats_parameters
 from python_adapter.spark.rollback import recover_table, rollback_last_commit
 from python_adapter.spark.writer import write_dataframe
-from python_adapter.table import faults, lock
+from python_adapter.table import faults, lock, settle
+from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.faults import InjectedCrash
 from tests.functional.helpers import STATS, metastore_params, rows_of, rows_of_df
 from tests.functional.readers import local_dir
@@ -138,12 +140,14 @@ def test_an_analyze_tables_statistics_do_not_outrank_those_of_later_commits(spar
     assert_stats(spark, schema, "an")
 
 
-@pytest.mark.parametrize("point", ["synced", "completed"])
+@pytest.mark.parametrize("point", ["synced", "completed", "settling", "statistics"])
 def test_a_crash_after_the_metastore_was_told_leaves_the_statistics_of_the_table(
         spark, schema, events, monkeypatch, point):
-    """The catalog learns a commit's statistics before the commit completes: a crash in
-    between leaves them in the metastore, and recovery puts back those of the files the
-    table holds."""
+    """The catalog learns a commit's new partitions before the commit completes, and the
+    statistics of the others once it has (its settling): a crash anywhere between leaves
+    the metastore with figures of neither state or of the old one, and recovery puts back
+    those of the files the table holds (the rolled back instant's, or the unsettled
+    completed instant's)."""
     table = TableRef(schema, f"cr_{point}")
     base = events(days=3).withColumn("gone", F.lit(False))
     write_dataframe(spark, base, table, cfg(), **QUIET)
@@ -158,6 +162,58 @@ def test_a_crash_after_the_metastore_was_told_leaves_the_statistics_of_the_table
     faults.reset()
     recover_table(spark, table, **QUIET)
     assert_stats(spark, schema, table.identifier)
+
+
+def _the_next_days(events, start, offset):
+    return events(days=2, start=start, id_offset=offset).withColumn("gone", F.lit(False))
+
+
+def test_commits_settled_in_the_background_leave_every_figure_true(spark, schema, events):
+    """A dbt command's commits write the statistics of the partitions registered already,
+    and of the table, on the settle worker while the command goes on: a second write to
+    the table waits for the first's settling (the lock is held until then), and once
+    settled every figure is true, no commit is left unsettled and the lock is free."""
+    table = TableRef(schema, "bg")
+    write_dataframe(spark, events(days=3).withColumn("gone", F.lit(False)), table, cfg(), **QUIET)
+    with settle.in_background():
+        write_dataframe(spark, _the_next_days(events, "2025-01-02", 10**9), table, cfg(), **QUIET)
+        write_dataframe(spark, _the_next_days(events, "2025-01-03", 2 * 10**9), table, cfg(),
+                        **QUIET)
+    settle.wait()
+    assert_stats(spark, schema, "bg")
+    fs = HadoopFS(spark)
+    proto = CommitProtocol(fs, fs.qualify(describe_table(spark, table).location))
+    assert proto.timeline.unsettled() == [] and not fs.exists(proto.lock_path)
+    assert [i.state for i in proto.timeline.instants()] == ["completed"] * 3
+
+
+def test_a_crash_while_settling_in_the_background_is_settled_by_the_next_writer(
+        spark, schema, events, monkeypatch):
+    """A process that dies after its commit completed, before its statistics were written
+    (on the settle worker), leaves the table with the commit's rows, the metastore with the
+    figures before it, and the commit unsettled: the next writer's recovery writes them."""
+    table = TableRef(schema, "bgc")
+    write_dataframe(spark, events(days=3).withColumn("gone", F.lit(False)), table, cfg(),
+                    **QUIET)
+    before = metastore_params(spark, schema, "bgc")
+    monkeypatch.setenv("SIZED_SPARK_FAULT", "settling")
+    faults.reset()
+    with settle.in_background():
+        write_dataframe(spark, _the_next_days(events, "2025-01-02", 10**9), table, cfg(),
+                        **QUIET)
+    with pytest.raises(InjectedCrash):
+        settle.wait()
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    lock.forget_held_locks()
+    faults.reset()
+    spark.catalog.refreshTable(f"{schema}.bgc")
+    assert metastore_params(spark, schema, "bgc") == before != truth(spark, schema, "bgc")
+    fs = HadoopFS(spark)
+    proto = CommitProtocol(fs, fs.qualify(describe_table(spark, table).location))
+    assert [i.state for i in proto.timeline.unsettled()] == ["completed"]
+    recover_table(spark, table, **QUIET)
+    assert_stats(spark, schema, "bgc")
+    assert proto.timeline.unsettled() == []
 
 
 def _foreign(spark, schema, name, events):

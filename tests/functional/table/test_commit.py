@@ -39,7 +39,7 @@ def _location(spark, schema, name):
 
 # requested .. cleanup are the protocol's steps; publish:N is the N-th file move.
 POINTS = ["requested", "inflight", "publish:1", "publish:4", "publish:9", "published",
-          "completed", "cleanup"]
+          "completed", "settling", "statistics", "cleanup"]
 
 
 @pytest.mark.parametrize("point", POINTS)
@@ -59,7 +59,7 @@ def test_crash_at_any_step_keeps_exactly_the_last_completed_commit(spark, schema
     monkeypatch.delenv("SIZED_SPARK_FAULT")
     _crash_like_a_dead_process()
 
-    committed = point in ("completed", "cleanup")
+    committed = point in ("completed", "settling", "statistics", "cleanup")
     recover_table(spark, table, **QUIET)
     assert rows_of(spark, schema, "crash") == (expected_second if committed else expected_first)
     fs, location = _location(spark, schema, "crash")

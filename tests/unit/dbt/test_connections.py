@@ -108,3 +108,25 @@ def test_importing_the_plugin_leaves_the_environment_as_it_was():
                           text=True, timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, []]
+
+
+@pytest.mark.parametrize("sql, reads", [
+    ("select 1", True),
+    ('/* {"app": "dbt", "node_id": "model.p.m"} */\nselect * from t', True),
+    ("-- a comment\n  WITH x AS (select 1) select * from x", True),
+    ("(select 1) union all (select 2)", True),
+    ("show table extended in s like '*'", True),
+    ("describe table extended s.t", True),
+    ('/* {"app": "dbt"} */ alter table s.t set tblproperties (\'a\' = \'b\')', False),
+    ("create or replace view s.v as select * from s.t", False),
+    ("insert overwrite table s.t select 1", False),
+    ("comment on table s.t is 'x'", False),
+    ("analyze table s.t compute statistics", False),
+    ("", False),
+])
+def test_only_statements_that_read_go_before_the_settling_of_sized_commits(sql, reads):
+    """What dbt sends that may alter a table's metadata waits for the engine's commits to
+    settle (their statistics), so a hook's ALTER and a statistics write never race."""
+    from dbt.adapters.sized_spark.connections import reads_only
+
+    assert reads_only(sql) is reads
