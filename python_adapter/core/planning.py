@@ -108,3 +108,27 @@ def _sort_key(key):
 def ideal_file_count(bytes_by_partition: Mapping[Any, float], target_file_size: int) -> int:
     """The benchmark's ideal: sum over partitions of ceil(bytes / target)."""
     return sum(max(1, math.ceil(b / target_file_size)) for b in bytes_by_partition.values() if b > 0)
+
+
+# A bound of rows' Parquet bytes from their raw size (spark/measure.raw_row_bytes): room for
+# page and row-group headers, and snappy's worst case on bytes that do not compress (~1.17x)
+RAW_OVERHEAD = 1.25
+FILE_OVERHEAD = 64 * 1024        # the footer and its per-column metadata: 1 KB a column more
+
+
+def bounded_bytes_per_row(rows_by_partition: Mapping[Any, int], raw_by_partition:
+                          Mapping[Any, int], columns: int, target_file_size: int
+                          ) -> Optional[float]:
+    """The rows' bytes per row by their raw size's bound when every partition is one file
+    by it (its bound, and its rows at the average bound, within the target); else None."""
+    rows = sum(rows_by_partition.values())
+    if not rows or not raw_by_partition:
+        return None
+    per_row = sum(raw_by_partition.values()) * RAW_OVERHEAD / rows
+    file_overhead = FILE_OVERHEAD + 1024 * columns
+    for key, n in rows_by_partition.items():
+        bound = raw_by_partition.get(key)
+        if bound is None or max(bound * RAW_OVERHEAD, n * per_row) + file_overhead \
+                > target_file_size:
+            return None
+    return per_row

@@ -13,7 +13,7 @@ from python_adapter.io.session_info import default_parallelism
 from python_adapter.core.config import SizedConfig, check_columns
 from python_adapter.core.notice import Notice
 from python_adapter.core.partitions import check_partition_texts
-from python_adapter.core.planning import plan_partitions, plan_static
+from python_adapter.core.planning import bounded_bytes_per_row, plan_partitions, plan_static
 from python_adapter.core.sizes import format_size
 from python_adapter.errors import ConfigError, LockError, WriteError
 from python_adapter.io.filesystems import filesystem
@@ -29,11 +29,12 @@ from python_adapter.spark.constraints import (check_not_null_rows, check_null_co
                                               null_count_names, null_counts,
                                               refuse_null_like_partitions)
 from python_adapter.spark.locking import adopt_if_foreign, locked_locations, open_table
+from python_adapter.spark.measure import raw_row_bytes
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
 from python_adapter.spark.session_conf import session_conf
 from python_adapter.spark.small_batch import stage_small_insert, write_small_batch
 from python_adapter.spark.bloom import BLOOM_KEY, bloom_key, write_options
-from python_adapter.spark.staging import bytes_per_row, staged_entries
+from python_adapter.spark.staging import bytes_per_row, known_bytes_per_row, staged_entries
 from python_adapter.spark.upsert import (KeyRules, check_predicates, key_scope, stage_upsert,
                                         validate_keys)
 from python_adapter.table.archive import RETAIN_COMMITS, RETAIN_HOURS
@@ -337,9 +338,12 @@ def _plan(job: WriteJob) -> _FilePlan:
     if cfg.distribution == "none":
         return _FilePlan(None, 0, None, None)
     rows_by_partition = total_rows = None
+    # a first build counts the rows' raw size too: a bound that may spare the sample
+    raw = raw_row_bytes(df, job.data_cols) if need_counts and cfg.file_count is None and \
+        known_bytes_per_row(job)[0] is None else None
     if need_counts:
         progress("counting rows per partition")
-        rows_by_partition = _count_by_partition(df, job.pcols, not_null)
+        rows_by_partition, raw_by_partition = _count_by_partition(df, job.pcols, not_null, raw)
         total_rows = sum(rows_by_partition.values())
         progress(f"counted {total_rows} rows in {len(rows_by_partition)} partitions")
     if cfg.file_count is not None:
@@ -347,7 +351,10 @@ def _plan(job: WriteJob) -> _FilePlan:
             return _FilePlan(None, cfg.file_count, None, None)
         plans = plan_static(rows_by_partition, cfg.file_count)
         return _FilePlan(plans, sum(p.files for p in plans.values()), None, total_rows)
-    bpr, source = bytes_per_row(job, df, total_rows, max(rows_by_partition.values(), default=0))
+    bounded = bounded_bytes_per_row(rows_by_partition, raw_by_partition, len(job.data_cols),
+                                    cfg.target_file_size) if raw is not None else None
+    bpr, source = (bounded, "a bound of the rows' raw size: one file a partition") if bounded \
+        else bytes_per_row(job, df, total_rows, max(rows_by_partition.values(), default=0))
     if not total_rows:
         return _FilePlan({}, 0, bpr, 0)
     plans = plan_partitions(rows_by_partition, bpr, cfg.target_file_size, cfg.insert_split_size)
@@ -355,28 +362,34 @@ def _plan(job: WriteJob) -> _FilePlan:
     return _FilePlan(plans, sum(p.files for p in plans.values()), bpr, total_rows)
 
 
-def _count_by_partition(df, pcols, not_null=()):
-    """{partition value texts: rows} in one aggregation ({(): rows} when unpartitioned);
+RAW_BYTES = "_sized_raw_bytes"
+
+
+def _count_by_partition(df, pcols, not_null=(), raw=None):
+    """({partition value texts: rows}, {the same: sum of `raw`, a Column, when given}) in
+    one aggregation ({(): rows} when unpartitioned);
     partition values as the texts Spark names their directories by (core/partitions.py),
     grouped by value where each value has one text (distribution.matched_by_value), so only
     the distinct values are cast. Its shuffle carries one row per task and partition value, so it gets as many shuffle
     partitions as the session has cores, not the session's default (200 map outputs per
     task cost more than the count here). The same aggregation counts the nulls of the
     not_null columns, and fails the write when there are any."""
-    count = [F.count(F.lit(1)).alias("count"), *null_counts(not_null)]
+    sums = [F.sum(raw).alias(RAW_BYTES)] if raw is not None else []
+    count = [F.count(F.lit(1)).alias("count"), *sums, *null_counts(not_null)]
     if not pcols:
         row = df.agg(*count).first()
         check_null_counts(not_null, [row])
-        return {(): row["count"]}
+        return {(): row["count"]}, ({(): row[RAW_BYTES] or 0} if sums else {})
     keys = [F.col(c) if matched_by_value(df.schema[c].dataType) else F.col(c).cast("string")
             for c in pcols]
     grouped = df.groupBy(*[k.alias(c) for k, c in zip(keys, pcols)]).agg(*count)
     texts = grouped.select(*[F.col(c).cast("string") for c in pcols], "count",
-                           *null_count_names(not_null))
+                           *([RAW_BYTES] if sums else []), *null_count_names(not_null))
     cores = default_parallelism(df.sparkSession)
     with session_conf(df.sparkSession, {"spark.sql.shuffle.partitions": cores}):
         rows = texts.collect()
     check_null_counts(not_null, rows)
     counts = {tuple(r[:len(pcols)]): r["count"] for r in rows}
     check_partition_texts(pcols, counts)
-    return counts
+    raws = {tuple(r[:len(pcols)]): r[RAW_BYTES] or 0 for r in rows} if sums else {}
+    return counts, raws

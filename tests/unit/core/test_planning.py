@@ -110,3 +110,21 @@ def test_which_writes_may_go_as_small_batches():
     assert not may("insert_overwrite", insert_split_size=100)
     assert may("upsert", unique_key="id") and not may("microbatch")
     assert not may("upsert", unique_key="id", insert_split_size=100)
+
+
+def test_a_raw_size_bound_within_the_target_in_every_partition_spares_the_sample():
+    from python_adapter.core.planning import FILE_OVERHEAD, RAW_OVERHEAD, bounded_bytes_per_row
+
+    rows = {("2025-01-01",): 50_000, ("2025-01-02",): 10_000}
+    raw = {("2025-01-01",): 50_000 * 100, ("2025-01-02",): 10_000 * 300}
+    per_row = bounded_bytes_per_row(rows, raw, 6, 128_000_000)
+    assert per_row == (5_000_000 + 3_000_000) * RAW_OVERHEAD / 60_000
+    # the largest partition over the target at the average bound: sampled as before
+    target = math.ceil(50_000 * per_row + FILE_OVERHEAD + 6 * 1024)
+    assert bounded_bytes_per_row(rows, raw, 6, target) is not None
+    assert bounded_bytes_per_row(rows, raw, 6, target - 1) is None
+    # a partition's own bound over the target, though its rows at the average are not
+    skewed = {("a",): 1_000, ("b",): 100_000}
+    assert bounded_bytes_per_row(skewed, {("a",): 10**7, ("b",): 10**5}, 2, 5_000_000) is None
+    assert bounded_bytes_per_row(skewed, {("a",): 10**6, ("b",): 10**5}, 2, 5_000_000)
+    assert bounded_bytes_per_row({}, {}, 2, 10**9) is None
