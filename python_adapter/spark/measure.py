@@ -42,16 +42,16 @@ def raw_row_bytes(df: DataFrame, columns: Sequence[str]) -> Optional[Column]:
     type has no bound here (nested types) or the row is too wide to sum cheaply."""
     if len(columns) > BOUNDED_COLUMNS:
         return None
-    terms = []
+    fixed, terms = 0, []  # the fixed widths of a row summed once, here
     for name in columns:
         kind = df.schema[name].dataType.typeName()
         if kind in _FIXED_WIDTH:
-            terms.append(str(_FIXED_WIDTH[kind] + 1))
+            fixed += _FIXED_WIDTH[kind] + 1
         elif kind in _VARIABLE:
-            terms.append(f"coalesce({_VARIABLE[kind]}({quoted(name)}), 0) + 5")
+            terms.append(f"cast(coalesce({_VARIABLE[kind]}({quoted(name)}), 0) + 5 as bigint)")
         else:
             return None
-    return F.expr(" + ".join(f"cast({t} as bigint)" for t in terms) or "0")
+    return F.expr(" + ".join([f"cast({fixed} as bigint)", *terms]))
 
 
 def _write_sample(fs, df, total_rows, rows, path, num_files=1):
