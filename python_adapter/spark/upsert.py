@@ -25,7 +25,7 @@ from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_u
 from python_adapter.errors import ConfigError
 from python_adapter.spark.bloom import BloomIndex, bloom_key, write_options
 from python_adapter.spark.constraints import check_null_counts, null_counts
-from python_adapter.spark.job import (RowChanges, Staged, WriteJob, delete_flag, quoted,
+from python_adapter.spark.job import (RowChanges, Staged, WriteJob, cache_batch, delete_flag, quoted,
                                       resolve_names, select_exprs, select_names, sql_type,
                                       worth_caching)
 from python_adapter.spark.local_table import local_table
@@ -218,6 +218,7 @@ class KeyCheck:
                                      key_scope(cfg, pcols), pcols)
                     found = keys_in_driver(df, rules, self.batch_bytes)
                     self._result = found if found is not None else validate_keys(df, rules)
+                    self.batch_bytes = _measured_size(df, self.batch_bytes)
             except BaseException as exc:  # handed to the caller by result()
                 self._error = exc
             finally:
@@ -234,6 +235,16 @@ class KeyCheck:
         if self._error is not None:
             raise self._error
         return self._result
+
+
+def _measured_size(df: DataFrame, estimate: int) -> int:
+    """A cached batch's size once a job has filled its cache: Spark's estimate of a plan
+    that joins is often far above its rows (1 PB for a snapshot's 20,000 staging rows),
+    and the shuffles sized by it then run 200 tasks of nothing. A fresh plan of the
+    cache reads the size it measured; `estimate` for a batch that is not cached."""
+    if df.storageLevel == StorageLevel.NONE:
+        return estimate
+    return min(estimate, cached_size(df.select("*")))
 
 
 def _in_thread(spark: SparkSession, fn: Callable[[], None]) -> Callable[[], None]:
@@ -511,7 +522,7 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
     key ranges the timeline recorded."""
     df, cfg, progress = job.df, job.cfg, job.progress
     cache = df.storageLevel == StorageLevel.NONE and _worth_caching_batch(job, df)
-    cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cache else df
+    cached = cache_batch(job.spark, df) if cache else df
     key_check = None
     try:
         key_check = KeyCheck(job.spark, cached, cfg, job.pcols, progress)  # runs while we plan

@@ -23,7 +23,8 @@ from python_adapter.spark.catalog import (TableInfo, TableRef, create_table, des
 from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.distribution import distribute, matched_by_value
 from python_adapter.spark.job import (Progress, RowChanges, Staged, WriteJob, WriteResult,
-                                      Written, delete_flag, resolve_names, worth_caching)
+                                      Written, cache_batch, delete_flag, resolve_names,
+                                      worth_caching)
 from python_adapter.spark.cluster_exec import run_clustering, run_compaction
 from python_adapter.spark.constraints import (check_not_null_rows, check_null_counts,
                                               null_count_names, null_counts,
@@ -281,7 +282,7 @@ def _write_planned(job: WriteJob, df: DataFrame, staging: str) -> Written:
     cfg, pcols, progress = job.cfg, job.pcols, job.progress
     cache = (cfg.distribution != "none" and df.storageLevel == StorageLevel.NONE
              and worth_caching(df))
-    cached = df.persist(StorageLevel.MEMORY_AND_DISK) if cache else df
+    cached = cache_batch(job.spark, df) if cache else df
     try:
         plan = _plan(replace(job, df=cached))
         progress(f"plan: {len(plan.plans) if plan.plans is not None else '?'} partitions, "

@@ -801,3 +801,20 @@ def test_an_upsert_into_a_wide_table_gives_exactly_the_right_rows(spark, schema,
     day = names.index("day")  # DuckDB reads the partition value as its directory's text
     as_text = [tuple(str(x) if i == day else x for i, x in enumerate(r)) for r in want]
     assert duckdb_rows(location, names) == sorted(as_text, key=repr)
+
+
+def test_a_cached_batch_is_sized_by_its_cache_once_filled(spark):
+    """Spark estimates an equi-join as the product of its sides (here 6 GB for 10,000
+    rows); the shuffles of the tagging are sized from the batch's size, so once the key
+    check has filled the cache, the cache's measured size is taken."""
+    batch = spark.range(10_000).join(spark.range(10_000), "id")
+    estimate = upsert.cached_size(batch)
+    assert estimate > 1 << 30
+    assert upsert._measured_size(batch, estimate) == estimate  # not cached: the estimate
+    cached = batch.persist()
+    try:
+        assert upsert._measured_size(cached, estimate) == estimate  # not filled yet
+        assert cached.count() == 10_000
+        assert upsert._measured_size(cached, estimate) < 1 << 20
+    finally:
+        cached.unpersist()
