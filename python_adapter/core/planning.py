@@ -40,6 +40,17 @@ def writes_small_batches(cfg: SizedConfig, operation: str) -> bool:
     return False
 
 
+def writes_a_file_a_partition(cfg: SizedConfig, operation: str, estimated_bytes: int,
+                              partitioned: bool) -> bool:
+    """Whether a partitioned full build or insert_overwrite goes to one file per partition
+    in one pass, without a count (spark/small_batch.py): settings that let it go as a small
+    batch, the exact distribution, and Spark's estimate of its rows within one target file,
+    so every partition fits one (the staged files are checked: an estimate may be low)."""
+    return (partitioned and operation in ("full_refresh", "insert_overwrite")
+            and writes_small_batches(cfg, operation) and cfg.distribution == "exact"
+            and 0 <= estimated_bytes <= cfg.target_file_size)
+
+
 @dataclass(frozen=True)
 class PartitionPlan:
     rows: int

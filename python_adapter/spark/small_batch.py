@@ -26,13 +26,15 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.io.session_info import plan_stats
+from python_adapter.io.session_info import default_parallelism, plan_stats
 from python_adapter.core.binpack import small_files
 from python_adapter.core.partitions import (check_partition_texts, parse_partition_path,
                                             partition_path)
-from python_adapter.core.planning import is_small_batch, writes_small_batches
+from python_adapter.core.planning import (is_small_batch, writes_a_file_a_partition,
+                                          writes_small_batches)
 from python_adapter.core.sizes import format_size
 from python_adapter.spark.bloom import bloom_key, write_options
+from python_adapter.spark.distribution import matched_by_value
 from python_adapter.spark.constraints import (check_not_null_rows, check_null_counts,
                                               null_counts, refuse_null_like_partitions)
 from python_adapter.spark.job import (RowChanges, Staged, WriteJob, Written, delete_flag,
@@ -70,12 +72,17 @@ def small_estimate(job: WriteJob, df: DataFrame) -> Optional[int]:
 def write_one_task(job: WriteJob, rows: DataFrame, staging: str) -> Optional[List[FileEntry]]:
     """Write rows to staging from one task, a file per partition: the staged files (with
     rows), or None when one came out above the target (staging deleted: plan the batch)."""
+    return _write_staged(job, rows.coalesce(1), rows.columns, staging)
+
+
+def _write_staged(job: WriteJob, out: DataFrame, columns, staging: str
+                  ) -> Optional[List[FileEntry]]:
+    """write_one_task of rows already in the tasks that write them."""
     cfg, target = job.cfg, job.cfg.target_file_size
-    key = bloom_key(cfg, rows.columns)
+    key = bloom_key(cfg, columns)
     options = write_options(key, target, known_bytes_per_row(job)[0])
-    rows.coalesce(1).write.partitionBy(*job.pcols).options(**options).mode("overwrite") \
-        .parquet(staging)
-    key_col = resolve_names(cfg.unique_key[:1], rows.columns)[0] if cfg.unique_key else None
+    out.write.partitionBy(*job.pcols).options(**options).mode("overwrite").parquet(staging)
+    key_col = resolve_names(cfg.unique_key[:1], columns)[0] if cfg.unique_key else None
     added = [a for a in staged_entries(job.spark, job.fs, staging, key_col) if a.rows != 0]
     if any(a.bytes > target for a in added):
         job.progress("a file came out above the target: planning the batch")
@@ -91,6 +98,29 @@ def write_small_batch(job: WriteJob, df: DataFrame, staging: str) -> Optional[Wr
     return None if estimate is None else _write_as_it_is(job, df, staging, estimate)
 
 
+def write_a_file_a_partition(job: WriteJob, df: DataFrame, staging: str) -> Optional[Written]:
+    """A partitioned full build or insert_overwrite Spark estimates within one target file
+    (core/planning.writes_a_file_a_partition): its rows go to tasks by their partition
+    values (each partition's rows in one task: one file) in one pass, without a count
+    (~1-3 s of a partitioned first build in benchmarks/daily.py); checked from the staged
+    files as a small batch is. Written, or None when it does not qualify or a file came
+    out above the target (the caller plans the write)."""
+    target, pcols = job.cfg.target_file_size, job.pcols
+    if not pcols or bloom_key(job.cfg, df.columns) and known_bytes_per_row(job)[0] is None:
+        return None  # a Bloom filter is sized for a full file's rows: plan it
+    estimate = estimated_bytes(df)
+    if not writes_a_file_a_partition(job.cfg, job.operation, estimate, True) or makes_rows(df):
+        return None  # a generator's rows are not in the estimate: one task a partition
+        # could write many times the target before the check sends it the planned way
+    job.progress(f"Spark estimates the rows at {format_size(estimate, target)}: one task "
+                 f"writes each partition's file, no count")
+    # rows of one directory's text hash alike (values of one text, distribution.py)
+    keys = [F.col(c) if matched_by_value(df.schema[c].dataType) else F.col(c).cast("string")
+            for c in pcols]
+    out = df.repartition(default_parallelism(job.spark), *keys)
+    return _checked(job, df, staging, _write_staged(job, out, df.columns, staging))
+
+
 def _write_as_it_is(job: WriteJob, df: DataFrame, staging: str, estimate: int,
                     why: str = "") -> Optional[Written]:
     """df written to staging by one task, checked from the staged files: Written, or None
@@ -98,7 +128,14 @@ def _write_as_it_is(job: WriteJob, df: DataFrame, staging: str, estimate: int,
     target = job.cfg.target_file_size
     job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): "
                  f"one task writes each partition's file{why}")
-    added = write_one_task(job, df, staging)
+    return _checked(job, df, staging, write_one_task(job, df, staging))
+
+
+def _checked(job: WriteJob, df: DataFrame, staging: str, added: Optional[List[FileEntry]]
+             ) -> Optional[Written]:
+    """The staged files of df checked as a count would check the rows (_check_staged):
+    Written, or None when none were kept (a file above the target)."""
+    target = job.cfg.target_file_size
     if added is None:
         return None
     _check_staged(job, df, staging, added)

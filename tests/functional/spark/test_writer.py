@@ -161,3 +161,61 @@ def test_exact_plans_every_partition_type_by_the_text_that_names_its_directory(s
     parts = files_by_partition(spark, schema, "ty")
     assert len(parts) == 6
     assert result.files_written == result.files_planned == sum(len(f) for f in parts.values())
+
+
+def test_a_partitioned_build_estimated_within_the_target_writes_a_file_a_partition_unplanned(
+        spark, schema):
+    """Spark estimates the rows at less than one target file (and above a small batch's
+    quarter of it): each day's rows go to one task by their day, in one pass, without
+    counting them first; the bytes per row the next runs plan by are those of the files
+    written."""
+    df = spark.range(20_000).selectExpr(
+        "id", "date_add(date'2025-01-01', cast(id % 5 as int)) AS day",
+        "sha2(cast(id as string), 256) AS payload", "'v' AS tag")
+    logs = []
+    # ~390 KB by Spark's estimate: above a small batch's quarter of the target
+    result = write_dataframe(spark, df, TableRef(schema, "un"),
+                             cfg(target_file_size="1MB"), log=logs.append)
+    assert any("writes each partition's file, no count" in m for m in logs), logs
+    assert not any("counting rows" in m for m in logs), logs
+    assert rows_of(spark, schema, "un") == rows_of_df(df)
+    parts = files_by_partition(spark, schema, "un")
+    assert len(parts) == 5 and all(len(f) == 1 for f in parts.values())
+    assert (result.files_written, result.files_planned) == (5, 5)
+    written = sum(f.bytes for f in layout(spark, schema, "un").files)
+    assert result.bytes_per_row == pytest.approx(written / result.rows)
+
+
+def test_an_estimate_below_the_rows_sends_the_write_the_planned_way(spark, schema):
+    """Spark estimates 4,000 rows of 1.4 KB random strings at ~100 KB (a string column's
+    default size is 20 B): the one-pass write makes a file far above the 256 KB target, so
+    the write is counted and planned instead, its files within the target."""
+    target = 256 * 1024
+    df = spark.range(4000).selectExpr(
+        "id", "id % 2 AS day", "concat_ws('', transform(sequence(1, 40), x -> uuid())) AS s")
+    logs = []
+    result = write_dataframe(spark, df, TableRef(schema, "lo"),
+                             cfg(target_file_size=target), log=logs.append)
+    assert any("writes each partition's file, no count" in m for m in logs), logs
+    assert any("a file came out above the target" in m for m in logs), logs
+    assert any("counting rows" in m for m in logs), logs
+    assert spark.table(f"{schema}.lo").count() == 4000
+    files = layout(spark, schema, "lo").files
+    assert len(files) == result.files_written > 2
+    assert max(f.bytes for f in files) <= 1.25 * target
+
+
+def test_a_build_without_a_count_refuses_nulls_before_its_files_reach_the_table(spark, schema):
+    """What the count checks is observed in the one-pass write: a null in a not_null column
+    fails the build and the table is not created."""
+    from python_adapter.errors import ConstraintError
+    df = spark.range(3000).selectExpr(
+        "id", "date_add(date'2025-01-01', cast(id % 3 as int)) AS day",
+        "IF(id % 500 = 7, NULL, id * 1.5) AS amount")
+    logs = []
+    with pytest.raises(ConstraintError, match="amount"):
+        write_dataframe(spark, df, TableRef(schema, "nn"),
+                        cfg(target_file_size="128KB", not_null_columns=["amount"]),
+                        log=logs.append)
+    assert any("writes each partition's file, no count" in m for m in logs), logs
+    assert not spark.catalog.tableExists(f"{schema}.nn")

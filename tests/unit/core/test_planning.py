@@ -128,3 +128,18 @@ def test_a_raw_size_bound_within_the_target_in_every_partition_spares_the_sample
     assert bounded_bytes_per_row(skewed, {("a",): 10**7, ("b",): 10**5}, 2, 5_000_000) is None
     assert bounded_bytes_per_row(skewed, {("a",): 10**6, ("b",): 10**5}, 2, 5_000_000)
     assert bounded_bytes_per_row({}, {}, 2, 10**9) is None
+
+
+def test_a_file_a_partition_needs_an_estimate_within_the_target_and_the_exact_layout():
+    from python_adapter.core.config import parse_config
+    from python_adapter.core.planning import writes_a_file_a_partition
+    cfg = parse_config({"target_file_size": "128MB"})
+    mb = 1000 * 1000  # MB as the config reads it
+    assert writes_a_file_a_partition(cfg, "full_refresh", 100 * mb, True)
+    assert writes_a_file_a_partition(cfg, "insert_overwrite", 128 * mb, True)
+    assert not writes_a_file_a_partition(cfg, "full_refresh", 129 * mb, True)
+    assert not writes_a_file_a_partition(cfg, "full_refresh", 100 * mb, False)  # one file: planned
+    assert not writes_a_file_a_partition(cfg, "upsert", 100 * mb, True)
+    for other in ({"distribution": "range"}, {"file_count": 4}, {"insert_split_size": 1000}):
+        assert not writes_a_file_a_partition(parse_config({"target_file_size": "128MB", **other}),
+                                             "full_refresh", 100 * mb, True)
