@@ -25,9 +25,9 @@ from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_u
 from python_adapter.errors import ConfigError
 from python_adapter.spark.bloom import BloomIndex, bloom_key, write_options
 from python_adapter.spark.constraints import check_null_counts, null_counts
-from python_adapter.spark.job import (RowChanges, Staged, WriteJob, cache_batch, delete_flag, quoted,
-                                      resolve_names, select_exprs, select_names, sql_type,
-                                      worth_caching)
+from python_adapter.spark.job import (RowChanges, Staged, WriteJob, cache_batch, delete_flag,
+                                      quoted, resolve_names, select_exprs, select_names,
+                                      sql_type, worth_caching)
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
 from python_adapter.spark.slot_write import (FIRST_ROW, SLOT, SlotWrite, broadcast_limit,
