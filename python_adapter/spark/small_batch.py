@@ -102,14 +102,16 @@ def write_a_file_a_partition(job: WriteJob, df: DataFrame, staging: str) -> Opti
     """A partitioned full build or insert_overwrite Spark estimates within one target file
     (core/planning.writes_a_file_a_partition): its rows go to tasks by their partition
     values (each partition's rows in one task: one file) in one pass, without a count
-    (~1-3 s of a partitioned first build in benchmarks/daily.py); checked from the staged
+    (the count is 1-3 s of a partitioned first build in benchmarks/daily.py, whose sources
+    Spark cannot estimate, so this does not take them); checked from the staged
     files as a small batch is. Written, or None when it does not qualify or a file came
     out above the target (the caller plans the write)."""
     target, pcols = job.cfg.target_file_size, job.pcols
-    if not pcols or bloom_key(job.cfg, df.columns) and known_bytes_per_row(job)[0] is None:
+    if bloom_key(job.cfg, df.columns) and known_bytes_per_row(job)[0] is None:
         return None  # a Bloom filter is sized for a full file's rows: plan it
     estimate = estimated_bytes(df)
-    if not writes_a_file_a_partition(job.cfg, job.operation, estimate, True) or makes_rows(df):
+    if not writes_a_file_a_partition(job.cfg, job.operation, estimate, bool(pcols)) or \
+            makes_rows(df):
         return None  # a generator's rows are not in the estimate: one task a partition
         # could write many times the target before the check sends it the planned way
     job.progress(f"Spark estimates the rows at {format_size(estimate, target)}: one task "

@@ -2,13 +2,14 @@
 import pytest
 from pyspark.sql import functions as F
 
-from python_adapter.spark.catalog import TableRef
+from python_adapter.spark.catalog import TableRef, describe_table
 from python_adapter.errors import ConfigError
 from python_adapter.core.config import parse_config
 from python_adapter.core.routing import routing_keys, spark_hash_long
 from python_adapter.spark.job import worth_caching
 from python_adapter.spark.writer import write_dataframe
 from tests.functional.helpers import files_by_partition, layout, rows_of, rows_of_df
+from tests.functional.readers import duckdb_rows, polars_rows, pyarrow_rows
 
 TARGET = 16_000
 
@@ -184,6 +185,13 @@ def test_a_partitioned_build_estimated_within_the_target_writes_a_file_a_partiti
     assert (result.files_written, result.files_planned) == (5, 5)
     written = sum(f.bytes for f in layout(spark, schema, "un").files)
     assert result.bytes_per_row == pytest.approx(written / result.rows)
+    # plain Parquet: every reader of <table>/**/*.parquet sees exactly the rows
+    location = describe_table(spark, TableRef(schema, "un")).location.replace("file:", "")
+    expected = sorted(((r["id"], str(r["day"]), r["tag"]) for r in df.collect()), key=repr)
+    for read in (duckdb_rows, pyarrow_rows, polars_rows):
+        got = sorted(((i, str(d), t) for i, d, t in read(location, ["id", "day", "tag"])),
+                     key=repr)
+        assert got == expected, read.__name__
 
 
 def test_an_estimate_below_the_rows_sends_the_write_the_planned_way(spark, schema):
