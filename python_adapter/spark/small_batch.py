@@ -3,7 +3,7 @@ file per partition, with no count, no bytes-per-row sample and no shuffle. The i
 of a batch below the target is one file per partition, and for a 1,000-row model the count,
 the plan and the routing of a planned write cost more than the write (benchmarks/startup.py).
 
-- A full build or insert_overwrite writes the rows as they are (`write_small_batch`).
+- A full build or insert_overwrite writes the rows as they are (`write_without_count`).
 - An insert tops up each touched partition's emptiest small file, as the bin-packing plan
   does when that file has room (`stage_small_insert`): the task reads that file and writes
   it again with the partition's new rows; partitions without a small file get a new file.
@@ -13,20 +13,27 @@ the plan and the routing of a planned write cost more than the write (benchmarks
   with `write_one_task`).
 
 The estimate is the optimizer's (sizeInBytes of the optimized plan), which runs high for
-scans, filters and joins; a plan that can make more rows than it reads (a generator such as
-explode) is not trusted, and goes the planned way. The files are checked after the write:
+scans, filters and joins: a partitioned table without statistics in the metastore is 8 EB
+to it, a join the product of its sides. Above the target, the bytes of the files the plan
+reads stand in for it when every leaf of the plan is a file source (`read_bytes`): a model
+that filters, projects, aggregates or looks rows up in a join writes about what it reads
+or less. A plan that can make more rows than it reads (a generator such as explode) is
+not trusted, and goes the planned way. The files are checked after the write:
 one above the target sends the batch the planned way after all, so the layout rules hold
 whatever the estimate said. What the planned write's count checks on the way (not_null
 columns, partition values that read back as NULL) is checked here too, before anything
 reaches the table."""
+import math
 import re
 from typing import List, Optional
 
-from pyspark.sql import DataFrame, Row
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.io.session_info import default_parallelism, plan_stats
+from python_adapter.io.fs import HadoopFS, by_parent
+from python_adapter.io.session_info import PlanStats, default_parallelism, plan_stats
 from python_adapter.core.binpack import small_files
 from python_adapter.core.partitions import (check_partition_texts, parse_partition_path,
                                             partition_path)
@@ -45,26 +52,89 @@ from python_adapter.table.timeline import FileEntry, pending_plan_files
 
 # A generator node in a plan's tree string (explode, posexplode, inline, stack, a UDTF).
 _GENERATE = re.compile(r"(?m)^[\s:+\-]*Generate\b")
+# The leaves a plan is sized from its files through: a file source's relation (a catalog
+# table or a path; `RelationV2`, `HiveTableRelation`, `Range`, an RDD or a cache are not),
+# and the leaves of one row or none.
+_FILE_LEAF = re.compile(r"Relation |OneRowRelation|LocalRelation <empty>")
+# A catalog table's relation: `Relation spark_catalog.db.t[id#1L,...] parquet`.
+_RELATION_NAME = re.compile(r"Relation ([^\[\s]+)\[")
+# Directories listed at most to size a plan from its files (a listing each): a plan that
+# reads more keeps Spark's estimate.
+_LISTED_DIRS = 64
 
 
-def estimated_bytes(df: DataFrame) -> int:
-    """The optimizer's estimate of df's size in bytes."""
-    return plan_stats(df).size
+def batch_bytes(job: WriteJob, df: DataFrame) -> Optional[int]:
+    """What df's rows come to in bytes as far as the write can tell before writing them:
+    Spark's estimate, or when that is above the target, the bytes of the files its plan
+    reads if those tell (read_bytes; an estimate may be low, the staged files are checked).
+    None when the plan may make more rows than it reads (a generator's are in no estimate)."""
+    stats = plan_stats(df, optimized=True)
+    if _GENERATE.search(stats.optimized):
+        return None
+    if stats.size <= job.cfg.target_file_size:
+        return stats.size
+    read = read_bytes(job.fs, df, stats.optimized)
+    if read is None:
+        return stats.size
+    share = width_share(job.spark, stats)
+    return min(stats.size, math.ceil(read * share))
 
 
-def makes_rows(df: DataFrame) -> bool:
-    """Whether df's plan may make more rows than it reads, beyond what its estimate counts."""
-    return bool(_GENERATE.search(plan_stats(df, optimized=True).optimized))
+def width_share(spark: SparkSession, stats: PlanStats) -> float:
+    """The share of its tables' row width the plan's rows keep, by Spark's default sizes of
+    their columns (as Spark scales a projection's estimate): a model that reads four of a
+    source's seven columns writes about that share of the files' bytes. At most 1; 1 when
+    a leaf's table cannot be told (a path's relation)."""
+    widths = []
+    for leaf in plan_leaves(stats.optimized):
+        if not leaf.startswith("Relation "):
+            continue  # a leaf of one row or none
+        named = _RELATION_NAME.match(leaf)
+        if named is None:
+            return 1.0
+        try:
+            widths.append(plan_stats(spark.table(named.group(1))).default_size)
+        except AnalysisException:
+            return 1.0
+    return min(1.0, stats.default_size / sum(widths)) if sum(widths) > 0 else 1.0
 
 
-def small_estimate(job: WriteJob, df: DataFrame) -> Optional[int]:
-    """Spark's estimate of df when the write goes as a small batch, else None."""
+def read_bytes(fs: HadoopFS, df: DataFrame, plan_text: str) -> Optional[int]:
+    """The bytes of the files df's plan reads (after partition pruning), from a listing of
+    their directories; None when a leaf of the plan is not a file source or the files lie
+    in more than _LISTED_DIRS directories."""
+    if not all(_FILE_LEAF.match(leaf) for leaf in plan_leaves(plan_text)):
+        return None
+    by_dir = by_parent(df.inputFiles())
+    if len(by_dir) > _LISTED_DIRS:
+        return None
+    total = 0
+    for directory, named in by_dir.items():
+        sizes = {st.name: st.size for st in fs.list_dir(directory) if not st.is_dir}
+        if any(name not in sizes for name, _ in named):
+            return None  # a directory (a Hive table's location) or a file gone
+        total += sum(sizes[name] for name, _ in named)
+    return total
+
+
+def plan_leaves(plan_text: str) -> List[str]:
+    """The leaf nodes of a plan's tree string (`+- ` and `:- ` mark a child one level
+    deeper): the lines the next line is not deeper than."""
+    lines = [line for line in plan_text.splitlines() if line.strip()]
+    depths = [len(line) - len(line.lstrip(" :+-")) for line in lines]
+    return [line.lstrip(" :+-") for i, line in enumerate(lines)
+            if i + 1 == len(lines) or depths[i + 1] <= depths[i]]
+
+
+def small_estimate(job: WriteJob, df: DataFrame, small: bool = True) -> Optional[int]:
+    """batch_bytes of df when the write may go without a count (small: and it is a small
+    batch), else None."""
     if not writes_small_batches(job.cfg, job.operation):
         return None
     if bloom_key(job.cfg, df.columns) and known_bytes_per_row(job)[0] is None:
         return None  # its Bloom filter is sized for a full file's rows: plan it
-    estimate = estimated_bytes(df)
-    if not is_small_batch(estimate, job.cfg.target_file_size) or makes_rows(df):
+    estimate = batch_bytes(job, df)
+    if estimate is None or (small and not is_small_batch(estimate, job.cfg.target_file_size)):
         return None
     return estimate
 
@@ -91,34 +161,34 @@ def _write_staged(job: WriteJob, out: DataFrame, columns, staging: str
     return added
 
 
-def write_small_batch(job: WriteJob, df: DataFrame, staging: str) -> Optional[Written]:
-    """A full build or insert_overwrite of df written to staging by one task when it is a
-    small batch: Written, or None when it is not one (the caller plans the write)."""
-    estimate = small_estimate(job, df)
-    return None if estimate is None else _write_as_it_is(job, df, staging, estimate)
+def write_without_count(job: WriteJob, df: DataFrame, staging: str) -> Optional[Written]:
+    """A full build or insert_overwrite of df written to staging without a count when its
+    size allows (batch_bytes): a small batch by one task, or a partitioned batch within one
+    target file a file a partition (write_a_file_a_partition). Written, or None when it is
+    neither or a file came out above the target (the caller plans the write)."""
+    estimate = small_estimate(job, df, small=False)
+    if estimate is None:
+        return None
+    if is_small_batch(estimate, job.cfg.target_file_size):
+        return _write_as_it_is(job, df, staging, estimate)
+    if writes_a_file_a_partition(job.cfg, job.operation, estimate, bool(job.pcols)):
+        return write_a_file_a_partition(job, df, staging, estimate)
+    return None
 
 
-def write_a_file_a_partition(job: WriteJob, df: DataFrame, staging: str) -> Optional[Written]:
-    """A partitioned full build or insert_overwrite Spark estimates within one target file
-    (core/planning.writes_a_file_a_partition): its rows go to tasks by their partition
+def write_a_file_a_partition(job: WriteJob, df: DataFrame, staging: str, estimate: int
+                             ) -> Optional[Written]:
+    """A partitioned full build or insert_overwrite whose rows come to within one target
+    file (core/planning.writes_a_file_a_partition): its rows go to tasks by their partition
     values (each partition's rows in one task: one file) in one pass, without a count
-    (the count is 1-3 s of a partitioned first build in benchmarks/daily.py, whose sources
-    Spark cannot estimate, so this does not take them); checked from the staged
-    files as a small batch is. Written, or None when it does not qualify or a file came
-    out above the target (the caller plans the write)."""
-    target, pcols = job.cfg.target_file_size, job.pcols
-    if bloom_key(job.cfg, df.columns) and known_bytes_per_row(job)[0] is None:
-        return None  # a Bloom filter is sized for a full file's rows: plan it
-    estimate = estimated_bytes(df)
-    if not writes_a_file_a_partition(job.cfg, job.operation, estimate, bool(pcols)) or \
-            makes_rows(df):
-        return None  # a generator's rows are not in the estimate: one task a partition
-        # could write many times the target before the check sends it the planned way
-    job.progress(f"Spark estimates the rows at {format_size(estimate, target)}: one task "
-                 f"writes each partition's file, no count")
+    (the count is 1-3 s of a partitioned first build in benchmarks/daily.py); checked from
+    the staged files as a small batch is. Written, or None when a file came out above the
+    target (the caller plans the write)."""
+    job.progress(f"the rows come to about {format_size(estimate, job.cfg.target_file_size)}: "
+                 f"one task writes each partition's file, no count")
     # rows of one directory's text hash alike (values of one text, distribution.py)
     keys = [F.col(c) if matched_by_value(df.schema[c].dataType) else F.col(c).cast("string")
-            for c in pcols]
+            for c in job.pcols]
     out = df.repartition(default_parallelism(job.spark), *keys)
     return _checked(job, df, staging, _write_staged(job, out, df.columns, staging))
 

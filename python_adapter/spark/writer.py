@@ -33,8 +33,7 @@ from python_adapter.spark.locking import adopt_if_foreign, locked_locations, ope
 from python_adapter.spark.measure import raw_row_bytes
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
 from python_adapter.spark.session_conf import session_conf
-from python_adapter.spark.small_batch import (stage_small_insert, write_a_file_a_partition,
-                                              write_small_batch)
+from python_adapter.spark.small_batch import stage_small_insert, write_without_count
 from python_adapter.spark.bloom import BLOOM_KEY, bloom_key, write_options
 from python_adapter.spark.staging import bytes_per_row, known_bytes_per_row, staged_entries
 from python_adapter.spark.upsert import (KeyRules, check_predicates, key_scope, stage_upsert,
@@ -267,8 +266,7 @@ def _stage(job: WriteJob) -> Staged:
     current = current_files(job.fs, job.proto.location, job.proto.timeline,
                             check=None if full else job.table_name)
     df = _rows_to_write(job)
-    written = (write_small_batch(job, df, staging) or write_a_file_a_partition(job, df, staging)
-               or _write_planned(job, df, staging))
+    written = write_without_count(job, df, staging) or _write_planned(job, df, staging)
     added = written.added
     touched = {a.partition for a in added}
     removed = current if full or not job.pcols else [f for f in current if f.partition in touched]

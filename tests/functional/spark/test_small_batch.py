@@ -7,8 +7,10 @@ import pytest
 from python_adapter.core.config import parse_config
 from python_adapter.errors import ConfigError, ConstraintError
 from python_adapter.io.fs import HadoopFS
+from python_adapter.io.session_info import plan_stats
 from python_adapter.spark.catalog import TableRef, describe_table
 from python_adapter.spark.rollback import recover_table
+from python_adapter.spark.small_batch import plan_leaves, read_bytes, width_share
 from python_adapter.spark.writer import write_dataframe
 from python_adapter.table import faults, lock
 from python_adapter.table.faults import InjectedCrash
@@ -84,6 +86,86 @@ def test_what_is_not_a_small_batch_is_planned(spark, schema, sql, config):
     log = write(spark, TableRef(schema, "planned"), sql, **config)
     assert "small batch" not in log and "plan:" in log
     assert rows_of(spark, schema, "planned") == expected(spark, sql)
+
+
+def source_without_statistics(spark, schema, name="src", rows=6000):
+    """A partitioned Parquet table loaded outside dbt, as a user's raw source: no statistics
+    in the metastore, so Spark estimates any scan of it at 8 EB."""
+    spark.sql(f"create table {schema}.{name} (id bigint, payload string, day date) "
+              f"using parquet partitioned by (day)")
+    spark.sql(f"insert into {schema}.{name} select id, payload, day from ({rows_sql(n=rows)})")
+    return f"{schema}.{name}"
+
+
+def test_a_source_without_statistics_is_sized_by_the_files_it_reads(spark, schema):
+    """Spark cannot estimate a scan of the source (8 EB); the files it reads weigh about
+    450 KB: a full build of it at a 1 MB target goes a file a partition in one pass, and a
+    day of it (its pruned files) as a small batch, neither counted first."""
+    source = source_without_statistics(spark, schema)
+    assert plan_stats(spark.table(source)).size > 10 ** 18
+    table = TableRef(schema, "from_source")
+    sql = f"select id, day, payload, 'v1' as tag from {source}"
+    log = write(spark, table, sql, full_refresh=True, target_file_size="1MB")
+    assert "one task writes each partition's file, no count" in log, log
+    assert "counting rows" not in log
+    files = files_by_partition(spark, schema, "from_source")
+    assert len(files) == 5 and all(len(f) == 1 for f in files.values())
+    day = sql + " where day = date'2025-01-02'"
+    log = write(spark, table, day.replace("'v1'", "'v2'"), target_file_size="1MB")
+    assert "small batch" in log and "counting rows" not in log, log
+    want = sorted((i, "v2" if i % 5 == 1 else "v1") for i in range(6000))
+    assert rows_of(spark, schema, "from_source") == want
+    directory = local_dir(describe_table(spark, table).location)
+    for read in (duckdb_rows, pyarrow_rows, polars_rows):
+        assert sorted(read(directory, ["id", "tag"])) == want, read.__name__
+
+
+def test_a_join_is_sized_by_its_sides_files_not_their_product(spark, schema):
+    """Spark estimates a join at the product of its sides; a lookup join of two small file
+    tables is a small batch by the files it reads."""
+    facts = source_without_statistics(spark, schema, "facts")
+    spark.sql(f"create table {schema}.dims using parquet as "
+              f"select id, concat('name', id) as name from range(5)")
+    sql = (f"select f.id, f.day, d.name as tag from {facts} f "
+           f"left join {schema}.dims d on f.id % 5 = d.id")
+    assert plan_stats(spark.sql(sql)).size > 10 ** 18
+    log = write(spark, TableRef(schema, "joined"), sql)
+    assert "small batch" in log and "counting rows" not in log, log
+    assert rows_of(spark, schema, "joined") == expected(spark, sql)
+
+
+def test_a_join_that_makes_more_rows_than_it_reads_is_planned_after_all(spark, schema):
+    """A join of 600 rows with themselves on their day makes 72,000 rows from files of
+    about 50 KB: the one-task files come out above the target, and the batch is planned,
+    its files within the target."""
+    facts = source_without_statistics(spark, schema, "few", rows=600)
+    sql = (f"select a.id * 1000 + b.id as id, a.day, a.payload || b.payload as payload, "
+           f"'x' as tag from {facts} a join {facts} b on a.day = b.day")
+    log = write(spark, TableRef(schema, "fanned"), sql, target_file_size="300KB")
+    assert "small batch" in log and "above the target" in log and "counting rows" in log, log
+    files = files_by_partition(spark, schema, "fanned")
+    assert max(f.bytes for part in files.values() for f in part) <= 1.25 * 300_000
+    assert spark.table(f"{schema}.fanned").count() == 5 * 120 * 120
+
+
+def test_what_a_plan_reads_is_told_only_from_file_sources(spark, schema):
+    """read_bytes sums the files a plan reads when every leaf is a file source; a plan that
+    also reads a range (or a cache, a Hive table, a V2 relation) is not sized from files."""
+    source = source_without_statistics(spark, schema)
+    fs = HadoopFS(spark)
+    df = spark.sql(f"select id, day from {source} where day <= date'2025-01-02'")
+    on_disk = sum(f.size for f in fs.list_files(describe_table(
+        spark, TableRef(schema, "src")).location) if "2025-01-0" in f.path and
+        f.path.endswith(".parquet") and ("01-01" in f.path or "01-02" in f.path))
+    assert read_bytes(fs, df, plan_stats(df, optimized=True).optimized) == on_disk > 0
+    mixed = spark.sql(f"select id from {source} union all select id from range(10)")
+    assert read_bytes(fs, mixed, plan_stats(mixed, optimized=True).optimized) is None
+    # a model keeping id and day (8 + 4 bytes by Spark's default sizes) of the source's id,
+    # payload and day (8 + 20 + 4) writes about 12/32 of the files' bytes
+    narrow = spark.sql(f"select id, day from {source}")
+    assert width_share(spark, plan_stats(narrow, optimized=True)) == pytest.approx(12 / 32)
+    assert plan_leaves("Project [a]\n+- Join Inner\n   :- Relation t[a] parquet\n"
+                       "   +- Range (0, 5)\n") == ["Relation t[a] parquet", "Range (0, 5)"]
 
 
 def test_a_null_in_a_not_null_column_fails_before_anything_is_written(spark, schema):
