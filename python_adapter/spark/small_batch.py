@@ -25,7 +25,8 @@ columns, partition values that read back as NULL) is checked here too, before an
 reaches the table."""
 import math
 import re
-from typing import List, Optional
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -58,26 +59,93 @@ _GENERATE = re.compile(r"(?m)^[\s:+\-]*Generate\b")
 _FILE_LEAF = re.compile(r"Relation |OneRowRelation|LocalRelation <empty>")
 # A catalog table's relation: `Relation spark_catalog.db.t[id#1L,...] parquet`.
 _RELATION_NAME = re.compile(r"Relation ([^\[\s]+)\[")
+_RELATION_ATTRIBUTES = re.compile(r"\[([^\[\]]*)\] \w+$")
+# The output list closing a plan's top line: `Project [a#1, b#2L]`, `Aggregate [..], [..]`.
+_OUTPUT_LIST = re.compile(r"^(?:Project|Aggregate) .*\[([^\[\]]*)\]$")
+# An attribute passed through as it is: `event_date#6`, `id#0L`.
+_ATTRIBUTE = re.compile(r"[\w`.]+#\d+L?")
 # Directories listed at most to size a plan from its files (a listing each): a plan that
 # reads more keeps Spark's estimate.
 _LISTED_DIRS = 64
 
 
+@dataclass(frozen=True)
+class BatchSize:
+    """What a batch weighs in bytes before it is written (batch_size)."""
+    total: int
+    # its largest partition's bytes when the files its plan reads tell (largest_partition)
+    largest_partition: Optional[int] = None
+
+
 def batch_bytes(job: WriteJob, df: DataFrame) -> Optional[int]:
+    """batch_size(job, df).total, or None."""
+    size = batch_size(job, df)
+    return None if size is None else size.total
+
+
+def batch_size(job: WriteJob, df: DataFrame) -> Optional[BatchSize]:
     """What df's rows come to in bytes as far as the write can tell before writing them:
     Spark's estimate, or when that is above the target, the bytes of the files its plan
-    reads if those tell (read_bytes; an estimate may be low, the staged files are checked).
-    None when the plan may make more rows than it reads (a generator's are in no estimate)."""
+    reads scaled by the share of their columns it keeps (read_sizes, width_share), and then
+    also its largest partition's (largest_partition). An estimate may be low: the staged
+    files are checked. None when the plan may make more rows than it reads (a generator's
+    are in no estimate)."""
     stats = plan_stats(df, optimized=True)
     if _GENERATE.search(stats.optimized):
         return None
     if stats.size <= job.cfg.target_file_size:
-        return stats.size
-    read = read_bytes(job.fs, df, stats.optimized)
-    if read is None:
-        return stats.size
+        return BatchSize(stats.size)
+    sizes = read_sizes(job.fs, df, stats.optimized)
+    if sizes is None:
+        return BatchSize(stats.size)
     share = width_share(job.spark, stats)
-    return min(stats.size, math.ceil(read * share))
+    largest = largest_partition(df, job.pcols, sizes) if job.pcols else None
+    return BatchSize(min(stats.size, math.ceil(sum(sizes.values()) * share)),
+                     None if largest is None else math.ceil(largest * share))
+
+
+def largest_partition(df: DataFrame, pcols: Sequence[str], sizes: Dict[str, int]
+                      ) -> Optional[int]:
+    """The bytes read for df's largest partition, when its partition columns are a source's
+    partition columns passed through as they are (Project [event_date#6] over a
+    Relation [..., event_date#6]): a partition's rows then come from the files under that
+    partition's directories of the source, and from the files of the plan's unpartitioned
+    tables (a lookup join), counted for every partition. None otherwise."""
+    if not partitions_pass_through(df, pcols):
+        return None
+    names = [c.lower() for c in pcols]
+    by_value: Dict[tuple, int] = {}
+    shared = 0
+    for directory, size in sizes.items():
+        parts = dict(seg.split("=", 1) for seg in directory.split("/") if "=" in seg)
+        parts = {k.lower(): v for k, v in parts.items()}
+        if not any(n in parts for n in names):
+            shared += size
+        elif all(n in parts for n in names):
+            key = tuple(parts[n] for n in names)
+            by_value[key] = by_value.get(key, 0) + size
+        else:
+            return None
+    return max(by_value.values(), default=0) + shared
+
+
+def partitions_pass_through(df: DataFrame, pcols: Sequence[str]) -> bool:
+    """Whether each of df's partition columns is a column of a relation the plan reads,
+    passed through unchanged (the same attribute at the top of the optimized plan)."""
+    top = plan_stats(df.select(*pcols), optimized=True).optimized
+    output = _OUTPUT_LIST.search(top.splitlines()[0]) if top.strip() else None
+    if output is None:
+        return False
+    attributes = [a.strip() for a in output.group(1).split(",")]
+    read = set()
+    for leaf in plan_leaves(top):
+        if leaf.startswith("Relation "):
+            listed = _RELATION_ATTRIBUTES.search(leaf)
+            if listed is None:
+                return False
+            read.update(listed.group(1).split(","))
+    return len(attributes) == len(pcols) and all(
+        _ATTRIBUTE.fullmatch(a) and a in read for a in attributes)
 
 
 def width_share(spark: SparkSession, stats: PlanStats) -> float:
@@ -99,22 +167,22 @@ def width_share(spark: SparkSession, stats: PlanStats) -> float:
     return min(1.0, stats.default_size / sum(widths)) if sum(widths) > 0 else 1.0
 
 
-def read_bytes(fs: HadoopFS, df: DataFrame, plan_text: str) -> Optional[int]:
-    """The bytes of the files df's plan reads (after partition pruning), from a listing of
-    their directories; None when a leaf of the plan is not a file source or the files lie
+def read_sizes(fs: HadoopFS, df: DataFrame, plan_text: str) -> Optional[Dict[str, int]]:
+    """{directory: bytes of the files df's plan reads in it} (after partition pruning), from
+    a listing of each; None when a leaf of the plan is not a file source or the files lie
     in more than _LISTED_DIRS directories."""
     if not all(_FILE_LEAF.match(leaf) for leaf in plan_leaves(plan_text)):
         return None
     by_dir = by_parent(df.inputFiles())
     if len(by_dir) > _LISTED_DIRS:
         return None
-    total = 0
+    out = {}
     for directory, named in by_dir.items():
         sizes = {st.name: st.size for st in fs.list_dir(directory) if not st.is_dir}
         if any(name not in sizes for name, _ in named):
             return None  # a directory (a Hive table's location) or a file gone
-        total += sum(sizes[name] for name, _ in named)
-    return total
+        out[directory] = sum(sizes[name] for name, _ in named)
+    return out
 
 
 def plan_leaves(plan_text: str) -> List[str]:
@@ -126,17 +194,21 @@ def plan_leaves(plan_text: str) -> List[str]:
             if i + 1 == len(lines) or depths[i + 1] <= depths[i]]
 
 
-def small_estimate(job: WriteJob, df: DataFrame, small: bool = True) -> Optional[int]:
-    """batch_bytes of df when the write may go without a count (small: and it is a small
-    batch), else None."""
+def small_estimate(job: WriteJob, df: DataFrame) -> Optional[int]:
+    """batch_bytes of df when the write goes as a small batch, else None."""
+    size = _size_without_count(job, df)
+    if size is None or not is_small_batch(size.total, job.cfg.target_file_size):
+        return None
+    return size.total
+
+
+def _size_without_count(job: WriteJob, df: DataFrame) -> Optional[BatchSize]:
+    """batch_size of df when the write may go without a count, else None."""
     if not writes_small_batches(job.cfg, job.operation):
         return None
     if bloom_key(job.cfg, df.columns) and known_bytes_per_row(job)[0] is None:
         return None  # its Bloom filter is sized for a full file's rows: plan it
-    estimate = batch_bytes(job, df)
-    if estimate is None or (small and not is_small_batch(estimate, job.cfg.target_file_size)):
-        return None
-    return estimate
+    return batch_size(job, df)
 
 
 def write_one_task(job: WriteJob, rows: DataFrame, staging: str) -> Optional[List[FileEntry]]:
@@ -163,20 +235,23 @@ def _write_staged(job: WriteJob, out: DataFrame, columns, staging: str
 
 def write_without_count(job: WriteJob, df: DataFrame, staging: str) -> Optional[Written]:
     """A full build or insert_overwrite of df written to staging without a count when its
-    size allows (batch_bytes): a small batch by one task, or a partitioned batch within one
-    target file a file a partition (write_a_file_a_partition). Written, or None when it is
-    neither or a file came out above the target (the caller plans the write)."""
-    estimate = small_estimate(job, df, small=False)
-    if estimate is None:
+    size allows (batch_size): a small batch by one task, or a partitioned batch whose
+    partitions each fit one target file a file a partition (write_a_file_a_partition).
+    Written, or None when it is neither or a file came out above the target (the caller
+    plans the write)."""
+    size = _size_without_count(job, df)
+    if size is None:
         return None
-    if is_small_batch(estimate, job.cfg.target_file_size):
-        return _write_as_it_is(job, df, staging, estimate)
-    if writes_a_file_a_partition(job.cfg, job.operation, estimate, bool(job.pcols)):
-        return write_a_file_a_partition(job, df, staging, estimate)
+    cfg, partitioned = job.cfg, bool(job.pcols)
+    if is_small_batch(size.total, cfg.target_file_size):
+        return _write_as_it_is(job, df, staging, size.total)
+    largest = size.total if size.largest_partition is None else size.largest_partition
+    if writes_a_file_a_partition(cfg, job.operation, largest, partitioned):
+        return write_a_file_a_partition(job, df, staging, size)
     return None
 
 
-def write_a_file_a_partition(job: WriteJob, df: DataFrame, staging: str, estimate: int
+def write_a_file_a_partition(job: WriteJob, df: DataFrame, staging: str, size: BatchSize
                              ) -> Optional[Written]:
     """A partitioned full build or insert_overwrite whose rows come to within one target
     file (core/planning.writes_a_file_a_partition): its rows go to tasks by their partition
@@ -184,7 +259,10 @@ def write_a_file_a_partition(job: WriteJob, df: DataFrame, staging: str, estimat
     (the count is 1-3 s of a partitioned first build in benchmarks/daily.py); checked from
     the staged files as a small batch is. Written, or None when a file came out above the
     target (the caller plans the write)."""
-    job.progress(f"the rows come to about {format_size(estimate, job.cfg.target_file_size)}: "
+    target = job.cfg.target_file_size
+    largest = ("" if size.largest_partition is None else
+               f", the largest partition {format_size(size.largest_partition, target)}")
+    job.progress(f"the rows come to about {format_size(size.total, target)}{largest}: "
                  f"one task writes each partition's file, no count")
     # rows of one directory's text hash alike (values of one text, distribution.py)
     keys = [F.col(c) if matched_by_value(df.schema[c].dataType) else F.col(c).cast("string")

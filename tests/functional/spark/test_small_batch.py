@@ -10,7 +10,8 @@ from python_adapter.io.fs import HadoopFS
 from python_adapter.io.session_info import plan_stats
 from python_adapter.spark.catalog import TableRef, describe_table
 from python_adapter.spark.rollback import recover_table
-from python_adapter.spark.small_batch import plan_leaves, read_bytes, width_share
+from python_adapter.spark.small_batch import (largest_partition, plan_leaves, read_sizes,
+                                              width_share)
 from python_adapter.spark.writer import write_dataframe
 from python_adapter.table import faults, lock
 from python_adapter.table.faults import InjectedCrash
@@ -148,18 +149,39 @@ def test_a_join_that_makes_more_rows_than_it_reads_is_planned_after_all(spark, s
     assert spark.table(f"{schema}.fanned").count() == 5 * 120 * 120
 
 
+def test_a_model_partitioned_as_its_source_is_bounded_by_the_largest_partition(spark, schema):
+    """The model's day is the source's day passed through: each day's file holds at most
+    what the source's day directory holds, so a build of ~450 KB at a 200 KB target (each
+    day ~90 KB) goes a file a partition without a count. A day computed from the source's
+    is no partition of it: that build is counted and planned."""
+    source = source_without_statistics(spark, schema)
+    sql = f"select id, day, payload, 'v1' as tag from {source}"
+    log = write(spark, TableRef(schema, "by_day"), sql, target_file_size="200KB")
+    assert "the largest partition" in log and "counting rows" not in log, log
+    files = files_by_partition(spark, schema, "by_day")
+    assert len(files) == 5 and all(len(f) == 1 for f in files.values())
+    assert rows_of(spark, schema, "by_day") == expected(spark, sql)
+    shifted = sql.replace("day,", "date_add(day, 1) as day,")
+    assert largest_partition(spark.sql(shifted), ["day"], {"/t/day=2025-01-01": 1}) is None
+    log = write(spark, TableRef(schema, "shifted"), shifted, target_file_size="200KB")
+    assert "counting rows" in log and "largest partition" not in log, log
+    assert rows_of(spark, schema, "shifted") == expected(spark, shifted)
+
+
 def test_what_a_plan_reads_is_told_only_from_file_sources(spark, schema):
-    """read_bytes sums the files a plan reads when every leaf is a file source; a plan that
-    also reads a range (or a cache, a Hive table, a V2 relation) is not sized from files."""
+    """read_sizes sums the files a plan reads by directory when every leaf is a file source;
+    a plan that also reads a range (or a cache, a Hive table, a V2 relation) is not sized
+    from files."""
     source = source_without_statistics(spark, schema)
     fs = HadoopFS(spark)
     df = spark.sql(f"select id, day from {source} where day <= date'2025-01-02'")
     on_disk = sum(f.size for f in fs.list_files(describe_table(
         spark, TableRef(schema, "src")).location) if "2025-01-0" in f.path and
         f.path.endswith(".parquet") and ("01-01" in f.path or "01-02" in f.path))
-    assert read_bytes(fs, df, plan_stats(df, optimized=True).optimized) == on_disk > 0
+    sizes = read_sizes(fs, df, plan_stats(df, optimized=True).optimized)
+    assert len(sizes) == 2 and sum(sizes.values()) == on_disk > 0
     mixed = spark.sql(f"select id from {source} union all select id from range(10)")
-    assert read_bytes(fs, mixed, plan_stats(mixed, optimized=True).optimized) is None
+    assert read_sizes(fs, mixed, plan_stats(mixed, optimized=True).optimized) is None
     # a model keeping id and day (8 + 4 bytes by Spark's default sizes) of the source's id,
     # payload and day (8 + 20 + 4) writes about 12/32 of the files' bytes
     narrow = spark.sql(f"select id, day from {source}")
