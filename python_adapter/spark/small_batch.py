@@ -15,9 +15,11 @@ the plan and the routing of a planned write cost more than the write (benchmarks
 The estimate is the optimizer's (sizeInBytes of the optimized plan), which runs high for
 scans, filters and joins: a partitioned table without statistics in the metastore is 8 EB
 to it, a join the product of its sides. Above the target, the bytes of the files the plan
-reads stand in for it when every leaf of the plan is a file source (`read_bytes`): a model
-that filters, projects, aggregates or looks rows up in a join writes about what it reads
-or less. A plan that can make more rows than it reads (a generator such as explode) is
+reads, scaled by the share of their columns the model keeps, stand in for it when every
+leaf of the plan is a file source (`batch_size`): a model that filters, projects,
+aggregates or looks rows up in a join writes about what it reads or less. A partitioned
+build whose partitions each fit one target file (bounded by its source's directories when
+it is partitioned as its source is) goes a file a partition in one pass. A plan that can make more rows than it reads (a generator such as explode) is
 not trusted, and goes the planned way. The files are checked after the write:
 one above the target sends the batch the planned way after all, so the layout rules hold
 whatever the estimate said. What the planned write's count checks on the way (not_null
