@@ -19,9 +19,10 @@ reads, scaled by the share of their columns the model keeps, stand in for it whe
 leaf of the plan is a file source (`batch_size`): a model that filters, projects,
 aggregates or looks rows up in a join writes about what it reads or less. A partitioned
 build whose partitions each fit one target file (bounded by its source's directories when
-it is partitioned as its source is) goes a file a partition in one pass. A plan that can make more rows than it reads (a generator such as explode) is
-not trusted, and goes the planned way. The files are checked after the write:
-one above the target sends the batch the planned way after all, so the layout rules hold
+it is partitioned as its source is) goes a file a partition in one pass. A plan that can
+make more rows than it reads (a generator such as explode) is not trusted, and goes the
+planned way. The files are checked after the write: one above the target sends the batch
+the planned way after all, so the layout rules hold
 whatever the estimate said. What the planned write's count checks on the way (not_null
 columns, partition values that read back as NULL) is checked here too, before anything
 reaches the table."""
@@ -79,12 +80,6 @@ class BatchSize:
     largest_partition: Optional[int] = None
 
 
-def batch_bytes(job: WriteJob, df: DataFrame) -> Optional[int]:
-    """batch_size(job, df).total, or None."""
-    size = batch_size(job, df)
-    return None if size is None else size.total
-
-
 def batch_size(job: WriteJob, df: DataFrame) -> Optional[BatchSize]:
     """What df's rows come to in bytes as far as the write can tell before writing them:
     Spark's estimate, or when that is above the target, the bytes of the files its plan
@@ -119,8 +114,8 @@ def largest_partition(df: DataFrame, pcols: Sequence[str], sizes: Dict[str, int]
     by_value: Dict[tuple, int] = {}
     shared = 0
     for directory, size in sizes.items():
-        parts = dict(seg.split("=", 1) for seg in directory.split("/") if "=" in seg)
-        parts = {k.lower(): v for k, v in parts.items()}
+        named = "/".join(seg for seg in directory.split("/") if "=" in seg)
+        parts = {k.lower(): v for k, v in parse_partition_path(named)}
         if not any(n in parts for n in names):
             shared += size
         elif all(n in parts for n in names):
@@ -197,7 +192,7 @@ def plan_leaves(plan_text: str) -> List[str]:
 
 
 def small_estimate(job: WriteJob, df: DataFrame) -> Optional[int]:
-    """batch_bytes of df when the write goes as a small batch, else None."""
+    """batch_size of df (its total) when the write goes as a small batch, else None."""
     size = _size_without_count(job, df)
     if size is None or not is_small_batch(size.total, job.cfg.target_file_size):
         return None
