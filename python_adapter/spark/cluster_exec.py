@@ -72,6 +72,11 @@ TASKS_PER_CORE = 2
 # A scan planned as exactly one task: no byte bound on a split, no open cost per file, no
 # minimum number of splits (Spark packs a scan's files into splits of at most
 # min(maxPartitionBytes, max(openCost, bytes / minPartitionNum))).
+# A curve's ranks on many columns can make a stage's generated method longer than the 8,000
+# bytes of bytecode HotSpot compiles (DontCompileHugeMethods): it then runs interpreted, 3x
+# slower than without whole-stage codegen. Spark falls back to that above this limit (its
+# default, 65,535, is the JVM's own limit; Spark's docs suggest 8,000 on HotSpot).
+_JIT_SIZED_CODEGEN = {"spark.sql.codegen.hugeMethodLimit": "8000"}
 _ONE_TASK_SCAN = {"spark.sql.files.maxPartitionBytes": str(1 << 62), _OPEN_COST: "0",
                   "spark.sql.files.minPartitionNum": "1"}
 
@@ -576,7 +581,8 @@ def _write_job(locked, plan, job: _Job, where) -> None:
         rows = one_file_per_group(spark, df, {g: [f.path for f in files]
                                               for g, files in groups.items()},
                                   cluster_by, strategy, pcols)
-    with session_conf(spark, {_OPEN_COST: str(SMALL_FILE_OPEN_COST)}):  # splits are made here
+    settings = {_OPEN_COST: str(SMALL_FILE_OPEN_COST), **_JIT_SIZED_CODEGEN}
+    with session_conf(spark, settings):  # splits and generated code are made here
         rows.write.partitionBy(*pcols).options(**options).mode("append").parquet(out)
 
 
@@ -709,7 +715,7 @@ def order_rows(df: DataFrame, cluster_by: Sequence[str], strategy: str,
     cells = grid_cells(curve.sample, num_files)
     # bigint, as routing_keys hashes them (Spark hashes an int differently)
     routes = F.array(*[F.lit(k) for k in routing_keys(num_files)]).cast("array<bigint>")
-    route = F.element_at(routes, cell_column(cells, curve.ranks) + 1)
+    route = F.element_at(routes, cell_column(cells, curve) + 1)
     return (curve.df.withColumn("__sized_route", route)
             .repartition(num_files, "__sized_route")
             .sortWithinPartitions(curve.key)

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from python_adapter.core import curves
-from python_adapter.core.clustering import Cell, Split
+from python_adapter.core.clustering import Cell, Split, cell_table
 from python_adapter.errors import ConfigError
 
 SAMPLE_PER_BUCKET = 20      # as Spark's RangePartitioner samples per output partition
@@ -28,12 +28,14 @@ _RANKABLE = (T.NumericType, T.StringType, T.DateType, T.TimestampType, T.Boolean
 @dataclass(frozen=True)
 class CurveKey:
     """Rows with their place on the curve: `df` holds the bigint column `key` ordering
-    rows along it and, per clustering column, its rank column (`ranks`); `sample` is the
-    ranks of the sample the cut points came from (where to cut the rows into files)."""
+    rows along it and, per clustering column, its rank column (`ranks`, in [0, 2**bits));
+    `sample` is the ranks of the sample the cut points came from (where to cut the rows
+    into files)."""
     df: DataFrame
     key: str
     ranks: Tuple[str, ...]
     sample: Tuple[Tuple[int, ...], ...]
+    bits: int
 
 
 def with_curve_key(df: DataFrame, cluster_by: Sequence[str], strategy: str,
@@ -49,7 +51,7 @@ def with_curve_key(df: DataFrame, cluster_by: Sequence[str], strategy: str,
     keyed = ranked.withColumn(KEY, _morton(ranks, bits))
     if strategy != "zorder" and len(ranks) > 1:
         keyed = _with_hilbert(keyed, len(ranks), bits)
-    return CurveKey(keyed, KEY, tuple(ranks), sample)
+    return CurveKey(keyed, KEY, tuple(ranks), sample, bits)
 
 
 def _with_hilbert(keyed: DataFrame, dims: int, bits: int) -> DataFrame:
@@ -61,12 +63,25 @@ def _with_hilbert(keyed: DataFrame, dims: int, bits: int) -> DataFrame:
     return _hilbert_by_arithmetic(keyed, dims, bits)
 
 
-def cell_column(cell: Cell, ranks: Sequence[str]) -> Column:
-    """The file number core/clustering.cell_of gives each row, from its rank columns."""
+def cell_column(cell: Cell, curve: CurveKey) -> Column:
+    """The file number core/clustering.cell_of gives each row, from its rank columns: by
+    the cells' lookup tables (core/clustering.CellTable) where they fit, else by a CASE
+    per split."""
+    table = cell_table(cell, len(curve.ranks), curve.bits)
+    if table is None:
+        return _cell_by_splits(cell, curve.ranks)
+    index = None
+    for rank, slabs, size in zip(curve.ranks, table.slabs, table.sizes):
+        slab = _lookup(_literal_array(slabs, T.IntegerType()), F.col(rank))
+        index = slab if index is None else index * size + slab
+    return _lookup(_literal_array(table.files, T.IntegerType()), index)
+
+
+def _cell_by_splits(cell: Cell, ranks: Sequence[str]) -> Column:
     if not isinstance(cell, Split):
         return F.lit(cell)
-    return F.when(F.col(ranks[cell.dim]) < cell.below, cell_column(cell.low, ranks)) \
-        .otherwise(cell_column(cell.high, ranks))
+    return F.when(F.col(ranks[cell.dim]) < cell.below, _cell_by_splits(cell.low, ranks)) \
+        .otherwise(_cell_by_splits(cell.high, ranks))
 
 
 def _with_ranks(df: DataFrame, cluster_by: Sequence[str], bits: int):
@@ -115,16 +130,21 @@ def _with_rank(df: DataFrame, col: str, search: Tuple[Sequence[Sequence], T.Data
     """rank = number of cut points below the value (nulls first: 0), one projection per
     level of `search` (curves.search_levels, the column's type); each level's expression
     uses the last one twice, so Spark keeps them apart (CollapseProject does not inline a
-    non-trivial expression used twice). The levels are one array, level L from 2**L - 1."""
+    non-trivial expression used twice). The levels are one array, level L from 2**L (after
+    a pad at 0), so the rank so far ORed with 2**L is its cut's index. Shifts, ORs and
+    `get` have no overflow or bounds errors to generate code for under ANSI mode: whole-stage
+    codegen fuses every level of every column into one method, and past 8,000 bytes the JIT
+    leaves it interpreted (3x slower)."""
     levels, data_type = search
-    df = df.withColumn(name, F.lit(0).cast("long"))
+    df = df.withColumn(name, F.lit(0))
     if not levels:
         return df
-    cuts = _literal_array([v for level in levels for v in level], data_type)
+    flat = [v for level in levels for v in level]
+    cuts = _literal_array(flat[:1] + flat, data_type)
     for depth in range(len(levels)):
-        cut = F.element_at(cuts, F.col(name).cast("int") + (1 << depth))    # 1-based
+        cut = F.get(cuts, F.col(name).bitwiseOR(1 << depth))
         above = F.when(F.col(col) > cut, 1).otherwise(0)   # null > cut is null: 0
-        df = df.withColumn(name, F.col(name) * 2 + above)
+        df = df.withColumn(name, F.shiftleft(F.col(name), 1).bitwiseOR(above))
     return df
 
 
@@ -157,7 +177,8 @@ def _texts(values: Sequence, data_type: T.DataType) -> Optional[List[str]]:
 
 
 def _lookup(table: Column, index: Column) -> Column:
-    return F.element_at(table, index.cast("int") + 1)
+    """table[index], 0-based (no bounds error to generate code for, as in _with_rank)."""
+    return F.get(table, index)
 
 
 def _morton(ranks: Sequence[str], bits: int) -> Column:

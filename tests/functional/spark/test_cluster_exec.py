@@ -9,7 +9,8 @@ from pyspark.sql import functions as F
 from python_adapter.core import curves
 from python_adapter.errors import ConfigError
 from python_adapter.spark.catalog import TableRef, describe_table
-from python_adapter.spark.curve_keys import with_curve_key
+from python_adapter.core.clustering import cell_of, cell_table, grid_cells
+from python_adapter.spark.curve_keys import cell_column, with_curve_key
 from python_adapter.spark.cluster_exec import run_clustering, run_compaction
 from python_adapter.table.timeline import scheduled_plans
 from python_adapter.core.config import parse_config
@@ -309,6 +310,23 @@ def test_curve_keys_in_spark_match_the_pure_curves(spark, strategy, cols):
         ranks = [0 if r[i] is None else curves.rank_of(r[i], levels[c]) for i, c in enumerate(cols)]
         assert r[len(cols)] == index_of(ranks, bits), (r, ranks)
     assert len({r[len(cols)] for r in rows}) > 3000    # keys spread, not collapsed
+
+
+@pytest.mark.parametrize("cols,files,by_table", [(["a", "b"], 50, True),
+                                               (["a", "b", "c"], 400, False)])
+def test_each_row_lands_in_the_file_its_grid_cell_names(spark, cols, files, by_table):
+    """The file number Spark computes per row (by lookup tables where they fit, else a CASE
+    per split) is core/clustering.cell_of of the row's ranks."""
+    df = spark.sql("""
+        select pmod(hash(i, 1), 3000) as a, concat('s', pmod(hash(i, 2), 2000)) as b,
+               pmod(hash(i, 3), 900) / 9.0 as c
+        from (select explode(sequence(1, 4000)) as i)""")
+    curve = with_curve_key(df, cols, "zorder", 10)
+    cells = grid_cells(curve.sample, files)
+    assert (cell_table(cells, len(cols), curve.bits) is not None) == by_table
+    rows = curve.df.select(*curve.ranks, cell_column(cells, curve).alias("file")).collect()
+    assert all(r["file"] == cell_of(tuple(r)[:-1], cells) for r in rows)
+    assert len({r["file"] for r in rows}) == files
 
 
 def test_cluster_by_a_column_curves_cannot_rank_is_refused(spark):

@@ -7,7 +7,8 @@ from collections import Counter
 import pytest
 
 from python_adapter.core.config import cluster_options
-from python_adapter.core.clustering import Split, cell_of, grid_cells, plan_groups
+from python_adapter.core.clustering import (Split, cell_of, cell_table, grid_cells,
+                                            plan_groups)
 from python_adapter.core.curves import (MAX_TABLE_ENTRIES, KEY_BITS, hilbert_index,
                                         hilbert_index_by_tables, hilbert_table,
                                         hilbert_table_levels, key_bits, quantile_boundaries,
@@ -191,3 +192,28 @@ def test_grid_cells_cut_another_column_where_one_cannot_split_evenly():
 def test_grid_cells_of_equal_points_is_one_file():
     assert grid_cells([(5, 5)] * 100, 8) == 0
     assert grid_cells([], 4) == 0 and grid_cells([(1, 2)], 1) == 0
+
+
+@pytest.mark.parametrize("dims,files,bits", [(2, 100, 10), (3, 50, 10), (1, 9, 10), (2, 1, 10),
+                                             (3, 16, 4)])
+def test_cell_table_gives_every_rank_the_file_cell_of_does(dims, files, bits):
+    rnd = random.Random(files)
+    points = [tuple(rnd.randrange(1 << bits) for _ in range(dims)) for _ in range(5_000)]
+    grid = grid_cells(points, files)
+    table = cell_table(grid, dims, bits)
+    strides = [1] * dims
+    for d in range(dims - 2, -1, -1):
+        strides[d] = strides[d + 1] * table.sizes[d + 1]
+    probes = points + [tuple(rnd.randrange(1 << bits) for _ in range(dims)) for _ in range(5_000)]
+    probes += [(0,) * dims, ((1 << bits) - 1,) * dims]
+    for p in probes:
+        index = sum(table.slabs[d][p[d]] * strides[d] for d in range(dims))
+        assert table.files[index] == cell_of(p, grid), p
+
+
+def test_cell_table_past_its_limit_is_none():
+    rnd = random.Random(1)
+    points = [tuple(rnd.randrange(1024) for _ in range(3)) for _ in range(20_000)]
+    grid = grid_cells(points, 400)
+    assert cell_table(grid, 3, 10) is None
+    assert cell_table(grid, 3, 10, limit=10 ** 9) is not None
