@@ -86,6 +86,37 @@ def pack_outputs(groups: Sequence[Tuple[str, str, int]], parallelism: int
     return tasks, first
 
 
+# How far a run of whole files may stray from its share of a group's bytes and still be
+# written as one output file (a file of 0.75-1.25 x its share, inside the size band).
+RUN_TOLERANCE = 0.25
+
+
+def file_runs(sizes: Sequence[int], outputs: int) -> Optional[List[int]]:
+    """A group's files (their bytes, in the group's order) cut into `outputs` runs of whole
+    consecutive files, each within RUN_TOLERANCE of an equal share of the bytes: the number
+    of files in each run, or None when no such cut exists (too few files, or one too large
+    for its share). A run is then one task's files and one output file: compaction writes
+    it without a shuffle, keeping rows in file order as the cut by rows does."""
+    share = sum(sizes) / outputs
+    if len(sizes) < outputs or share <= 0:
+        return None
+    counts, start, done = [], 0, 0
+    for k in range(1, outputs):
+        goal, end, upto = k * share, start + 1, done + sizes[start]
+        # the boundary nearest to k shares, leaving a file for each run still to come
+        while end < len(sizes) - (outputs - k) and abs(upto + sizes[end] - goal) < abs(upto - goal):
+            upto += sizes[end]
+            end += 1
+        counts.append(end - start)
+        start, done = end, upto
+    counts.append(len(sizes) - start)
+    first = [sum(counts[:k]) for k in range(outputs)]
+    if any(abs(sum(sizes[i:i + n]) - share) > RUN_TOLERANCE * share
+           for i, n in zip(first, counts)):
+        return None
+    return counts
+
+
 def partition_filter(partition_columns: Sequence[str],
                      wanted: Optional[Sequence[Any]]) -> Callable[[str], bool]:
     """Whether a partition directory ('day=2025-01-01') is one of `wanted`: values of a table

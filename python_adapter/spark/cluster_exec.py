@@ -34,8 +34,8 @@ from pyspark.sql.types import StructType
 from python_adapter.io.session_info import default_parallelism, num_partitions
 from python_adapter.core.notice import Notice
 from python_adapter.core.clustering import grid_cells, plan_groups
-from python_adapter.core.compaction import (SPLIT_RATIO, pack_outputs, partition_filter,
-                                            plan_compaction)
+from python_adapter.core.compaction import (SPLIT_RATIO, file_runs, pack_outputs,
+                                            partition_filter, plan_compaction)
 from python_adapter.core.config import (ClusterOptions, CompactOptions, cluster_options,
                                         compact_options)
 from python_adapter.core.routing import routing_keys
@@ -481,13 +481,14 @@ def _close_plan(proto, plan) -> None:
 class _Job:
     """One Spark job of a plan's execution: its groups, their output files, and the group
     each task writes in each partition it holds (staged files map back to their group by
-    it: Spark names a task's files part-<task id>). aligned: compaction groups of one output
-    file each, every task reading its groups' files itself (no shuffle)."""
+    it: Spark names a task's files part-<task id>). runs: compaction groups cut into runs of
+    whole files, one per output file (core/compaction.file_runs), every task reading its
+    runs' files itself (no shuffle); None: rows are cut after a shuffle."""
     groups: Dict[str, list]           # group id -> the plan's FileEntry of its files
     outputs: Dict[str, int]           # group id -> output files
     tasks: List[Dict[str, str]]       # per task: {partition: group id}
     first: Dict[str, int] = field(default_factory=dict)  # compaction: task of a group's 1st file
-    aligned: bool = False
+    runs: Optional[Dict[str, List[list]]] = None
 
 
 def _group_of(tasks: Sequence[Mapping[str, str]], entry: FileEntry) -> Optional[str]:
@@ -501,9 +502,10 @@ def _group_of(tasks: Sequence[Mapping[str, str]], entry: FileEntry) -> Optional[
 
 
 def _jobs(spark, plan, groups) -> List[_Job]:
-    """How the groups are written. Compaction: groups of one output file in one job whose
-    tasks read their groups' files themselves, the others in one job that cuts their rows
-    into files after a shuffle; both pack their output files into tasks
+    """How the groups are written. Compaction: groups whose files cut into runs of whole
+    files, one per output file, in one job whose tasks read their runs' files themselves;
+    the others (a file to split, runs too uneven) in one job that cuts their rows into
+    files after a shuffle; both pack their output files into tasks
     (core/compaction.pack_outputs). Clustering: groups that become one file in one job,
     group i (of the sorted ids) written whole by task i; larger groups one job each,
     range-partitioned within the group only, so a file never straddles two groups and each
@@ -511,10 +513,12 @@ def _jobs(spark, plan, groups) -> List[_Job]:
     outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in groups}
     part = {g: files[0].partition for g, files in groups.items()}
     if plan.extra["strategy"] == "none":
-        one = {g: files for g, files in groups.items() if outputs[g] == 1}
-        more = {g: files for g, files in groups.items() if outputs[g] > 1}
-        return [_packed_job(spark, chosen, outputs, part, aligned=chosen is one)
-                for chosen in (one, more) if chosen]
+        runs = {g: _runs(files, outputs[g]) for g, files in groups.items()}
+        whole = {g: files for g, files in groups.items() if runs[g]}
+        cut = {g: files for g, files in groups.items() if not runs[g]}
+        return [_packed_job(spark, chosen, outputs, part,
+                            {g: runs[g] for g in chosen} if chosen is whole else None)
+                for chosen in (whole, cut) if chosen]
     single = sorted(g for g in groups if outputs[g] == 1)
     jobs = [_Job({g: groups[g] for g in single}, outputs, [{part[g]: g} for g in single])] \
         if single else []
@@ -522,7 +526,16 @@ def _jobs(spark, plan, groups) -> List[_Job]:
                    for g in groups if outputs[g] > 1]
 
 
-def _packed_job(spark, groups, outputs, part, aligned) -> _Job:
+def _runs(files, outputs: int) -> Optional[List[list]]:
+    """The group's files cut into `outputs` runs of whole files, or None."""
+    counts = file_runs([f.bytes for f in files], outputs)
+    if counts is None:
+        return None
+    starts = [sum(counts[:k]) for k in range(len(counts))]
+    return [list(files[i:i + n]) for i, n in zip(starts, counts)]
+
+
+def _packed_job(spark, groups, outputs, part, runs) -> _Job:
     """A compaction job: the groups' output files packed into tasks."""
     count, first = pack_outputs([(g, part[g], outputs[g]) for g in groups],
                                 TASKS_PER_CORE * default_parallelism(spark))
@@ -530,7 +543,7 @@ def _packed_job(spark, groups, outputs, part, aligned) -> _Job:
     for g in groups:
         for k in range(outputs[g]):
             tasks[(first[g] + k) % count][part[g]] = g
-    return _Job(groups, outputs, tasks, first, aligned)
+    return _Job(groups, outputs, tasks, first, runs)
 
 
 def _write_groups(locked, plan, groups, staging, done=0):
@@ -563,13 +576,14 @@ def _write_job(locked, plan, job: _Job, where) -> None:
     spark, pcols, groups = locked.spark, locked.info.partition_columns, job.groups
     cluster_by, strategy = plan.extra["cluster_by"].split(","), plan.extra["strategy"]
     rel_paths = [f.path for g in groups for f in groups[g]]
-    how = "in file order" if strategy == "none" else f"{strategy} on {', '.join(cluster_by)}"
+    how = f"{strategy} on {', '.join(cluster_by)}" if strategy != "none" else \
+        "in file order" + (", whole files per task" if job.runs else "")
     total = sum(job.outputs[g] for g in groups)
     locked.log(f"{'compacting' if strategy == 'none' else 'clustering'} {which} of "
                f"{_group_count(plan)}: {len(rel_paths)} files -> {total}, {how}")
     schema = spark.table(locked.name).schema
     options = _bloom_options(locked, plan, rel_paths)
-    if job.aligned and _write_aligned(locked, job, schema, (out, options)):
+    if job.runs and _write_aligned(locked, job, schema, (out, options)):
         return
     df = read_files(spark, locked.proto.location, schema, rel_paths)
     if strategy == "none":
@@ -599,14 +613,16 @@ def _bloom_options(locked, plan, rel_paths) -> Dict[str, str]:
 
 
 def _write_aligned(locked, job: _Job, schema, where) -> bool:
-    """Write a job of one-file groups by tasks that each read their groups' files (no
-    shuffle, no join); False, with nothing written, when Spark would not plan a scan as
-    one task (the job then goes through in_file_order)."""
+    """Write a job of groups cut into runs of whole files by tasks that each read their
+    runs' files, run k of group g in task first[g] + k (no shuffle, no join); False, with
+    nothing written, when Spark would not plan a scan as one task (the job then goes
+    through in_file_order)."""
     spark, pcols = locked.spark, locked.info.partition_columns
     out, options = where
     by_task = [[] for _ in job.tasks]
-    for g, files in sorted(job.groups.items()):
-        by_task[job.first[g]] += [f.path for f in files]
+    for g, runs in sorted(job.runs.items()):
+        for k, run in enumerate(runs):
+            by_task[(job.first[g] + k) % len(by_task)] += [f.path for f in run]
     rows = read_per_task(spark, locked.proto.location, schema, by_task, pcols)
     with session_conf(spark, _ONE_TASK_SCAN):  # the scans are planned here
         planned = num_partitions(rows)

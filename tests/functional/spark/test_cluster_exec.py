@@ -355,27 +355,34 @@ def _kept_in_file_order(old_files, new_files):
     return True
 
 
+@pytest.mark.parametrize("target", [64_000, 32_000])   # the table's: a file a day; two a day
 def test_compaction_bin_packs_small_files_keeping_rows_in_file_order(spark, schema,
-                                                                     small_files_table):
+                                                                     small_files_table, target):
     fs = HadoopFS(spark)
     directory = local_dir(fs.qualify(describe_table(spark, small_files_table).location))
     before, old_files = all_rows(spark, schema, "arr"), _rows_by_file(directory)
     bytes_by_part = {p: sum(f.bytes for f in files)
                      for p, files in files_by_partition(spark, schema, "arr").items()}
-    result = run_compaction(spark, small_files_table, {}, **QUIET)
+    lines = []
+    options = {} if target == 64_000 else {"target_file_size": target}
+    result = run_compaction(spark, small_files_table, options, log=lines.append)
     assert result.service == "compaction" and result.executed_plans == 1
     assert result.files_replaced == len(old_files) and result.groups == 2
+    # each group's small files cut into runs, a run a task and a file: no shuffle
+    jobs = [m for m in lines if m.startswith("compacting ")]
+    assert len(jobs) == 1 and jobs[0].endswith("whole files per task"), lines
     assert all_rows(spark, schema, "arr") == before
     assert duckdb_rows(directory, ["id", "tag"]) == sorted(((r[0], r[6]) for r in before), key=repr)
     after = files_by_partition(spark, schema, "arr")
+    assert any(len(files) > 1 for files in after.values()) == (target < 64_000)
     for part, files in after.items():  # at the ideal, at most one file below the target/2
-        assert len(files) == -(-bytes_by_part[part] // 64_000), (part, len(files))
-        assert sum(f.bytes < 32_000 for f in files) <= 1
+        assert len(files) == -(-bytes_by_part[part] // target), (part, len(files))
+        assert sum(f.bytes < target / 2 for f in files) <= 1
     assert _kept_in_file_order(old_files, _rows_by_file(directory))
     tl = Timeline(fs, fs.qualify(describe_table(spark, small_files_table).location))
     done = tl.completed(("replacecommit",))[-1]
     assert done.operation == "compact" and done.extra["strategy"] == "none"
-    again = run_compaction(spark, small_files_table, {}, **QUIET)
+    again = run_compaction(spark, small_files_table, options, **QUIET)
     assert again.executed_plans == 0 and again.scheduled == 0   # nothing left to do
 
 

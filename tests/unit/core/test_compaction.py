@@ -4,7 +4,8 @@ import datetime
 
 import pytest
 
-from python_adapter.core.compaction import pack_outputs, partition_filter, plan_compaction
+from python_adapter.core.compaction import (file_runs, pack_outputs, partition_filter,
+                                            plan_compaction)
 from python_adapter.core.config import compact_options
 from python_adapter.errors import ConfigError
 
@@ -121,3 +122,21 @@ def test_output_files_are_packed_into_tasks_never_two_of_a_partition_in_one(para
             held[(task, part)] = gid
     assert len(held) == total and {t for t, _ in held} == set(range(tasks))
     assert pack_outputs([], parallelism) == (1, {})
+
+
+@pytest.mark.parametrize("sizes,outputs,counts", [
+    ([700] * 12, 2, [6, 6]),                              # equal files: equal halves
+    ([900, 100, 100, 400, 1000, 500], 2, [4, 2]),         # the boundary nearest half
+    ([300] * 10 + [100], 3, [3, 4, 4]),
+    ([5, 5], 1, [2])])
+def test_a_groups_files_cut_into_runs_of_about_equal_bytes(sizes, outputs, counts):
+    assert file_runs(sizes, outputs) == counts
+
+
+@pytest.mark.parametrize("sizes,outputs", [
+    ([1800], 2),                   # one file split in two: rows must be cut, not files
+    ([100, 100, 1000], 2),         # one file is more than its share
+    ([900, 100, 100, 900, 500, 500], 2),   # the nearest cut leaves 1,100 and 1,900
+    ([700, 700], 3)])              # fewer files than outputs
+def test_groups_whole_files_cannot_split_evenly_have_no_runs(sizes, outputs):
+    assert file_runs(sizes, outputs) is None
