@@ -69,14 +69,14 @@ SMALL_FILE_OPEN_COST = 256 * 1024
 # Compaction's tasks per core: enough to even out files of unequal size, few enough that a
 # task's fixed cost (its shuffle read, sort and writer) is paid a few times, not per file.
 TASKS_PER_CORE = 2
-# A scan planned as exactly one task: no byte bound on a split, no open cost per file, no
-# minimum number of splits (Spark packs a scan's files into splits of at most
-# min(maxPartitionBytes, max(openCost, bytes / minPartitionNum))).
 # A curve's ranks on many columns can make a stage's generated method longer than the 8,000
 # bytes of bytecode HotSpot compiles (DontCompileHugeMethods): it then runs interpreted, 3x
 # slower than without whole-stage codegen. Spark falls back to that above this limit (its
 # default, 65,535, is the JVM's own limit; Spark's docs suggest 8,000 on HotSpot).
 _JIT_SIZED_CODEGEN = {"spark.sql.codegen.hugeMethodLimit": "8000"}
+# A scan planned as exactly one task: no byte bound on a split, no open cost per file, no
+# minimum number of splits (Spark packs a scan's files into splits of at most
+# min(maxPartitionBytes, max(openCost, bytes / minPartitionNum))).
 _ONE_TASK_SCAN = {"spark.sql.files.maxPartitionBytes": str(1 << 62), _OPEN_COST: "0",
                   "spark.sql.files.minPartitionNum": "1"}
 
