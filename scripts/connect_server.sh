@@ -11,6 +11,7 @@
 # A profile then says: method: connect, host: <the URL>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/pids.sh
 STATE=${SIZED_CONNECT_DIR:-$PWD/.connect-server}
 PORT=${SIZED_CONNECT_PORT:-15002}
 WAREHOUSE=${SIZED_CONNECT_WAREHOUSE:-$STATE/warehouse}
@@ -23,7 +24,7 @@ URL="sc://127.0.0.1:$PORT"
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
 
 start() {
-  if [ -f "$STATE/pid" ] && kill -0 "$(cat "$STATE/pid")" 2>/dev/null; then
+  if pids_alive "$STATE/pid"; then
     echo "$URL"; return 0
   fi
   if answers; then echo "port $PORT is taken by another process" >&2; return 1; fi
@@ -71,15 +72,11 @@ start() {
 
 stop() {
   [ -f "$STATE/pid" ] || return 0
-  local pid; pid=$(cat "$STATE/pid")
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -f "$STATE/pid"; echo "Spark Connect server stopped"
+  stop_pids "$STATE/pid"; echo "Spark Connect server stopped"
 }
 
 status() {
-  if [ -f "$STATE/pid" ] && kill -0 "$(cat "$STATE/pid")" 2>/dev/null; then
+  if pids_alive "$STATE/pid"; then
     echo "running: $URL"; else echo "not running"; return 1; fi
 }
 

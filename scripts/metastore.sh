@@ -8,6 +8,7 @@
 # Point a profile at it: server_side_parameters: {spark.hadoop.hive.metastore.uris: <uri>}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/pids.sh
 STATE=${SIZED_METASTORE_DIR:-$PWD/.metastore}
 PORT=${SIZED_METASTORE_PORT:-9083}
 PG_PORT=${SIZED_METASTORE_PG_PORT:-5433}
@@ -66,7 +67,7 @@ EOF
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
 
 start() {
-  if [ -f "$STATE/metastore.pid" ] && kill -0 "$(cat "$STATE/metastore.pid")" 2>/dev/null; then
+  if pids_alive "$STATE/metastore.pid"; then
     echo "metastore already running"; echo "thrift://127.0.0.1:$PORT"; return 0
   fi
   install_missing
@@ -100,13 +101,7 @@ start() {
 }
 
 stop() {
-  if [ -f "$STATE/metastore.pid" ]; then
-    pid=$(cat "$STATE/metastore.pid")
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-    kill -9 "$pid" 2>/dev/null || true
-    rm -f "$STATE/metastore.pid"
-  fi
+  stop_pids "$STATE/metastore.pid"
   if [ -f "$STATE/pg_dir" ] && [ -f "$(cat "$STATE/pg_dir")/postmaster.pid" ]; then
     # pg_ctl stops the server of this data directory, the one start started
     PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
@@ -116,7 +111,7 @@ stop() {
 }
 
 status() {
-  if [ -f "$STATE/metastore.pid" ] && kill -0 "$(cat "$STATE/metastore.pid")" 2>/dev/null && answers; then
+  if pids_alive "$STATE/metastore.pid" && answers; then
     echo "running: thrift://127.0.0.1:$PORT"; else echo "not running"; return 1; fi
 }
 

@@ -5,6 +5,7 @@
 #   bash scripts/spark_cluster.sh start|stop|status   (state in $SIZED_CLUSTER_DIR)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/pids.sh
 STATE=${SIZED_CLUSTER_DIR:-$PWD/.spark-cluster}
 PORT=${SIZED_CLUSTER_PORT:-7077}
 WORKERS=${SIZED_CLUSTER_WORKERS:-2}
@@ -15,7 +16,7 @@ export PYSPARK_PYTHON=$PY
 export SPARK_LOG_DIR=$STATE/logs SPARK_WORKER_DIR=$STATE/work
 
 start() {
-  if [ -f "$STATE/pids" ] && kill -0 $(cat "$STATE/pids") 2>/dev/null; then
+  if pids_alive "$STATE/pids"; then
     echo "cluster already running: spark://127.0.0.1:$PORT"; return 0
   fi
   mkdir -p "$SPARK_LOG_DIR" "$SPARK_WORKER_DIR"; : > "$STATE/pids"
@@ -42,17 +43,11 @@ start() {
 
 stop() {
   [ -f "$STATE/pids" ] || return 0
-  for pid in $(cat "$STATE/pids"); do kill "$pid" 2>/dev/null || true; done
-  for _ in $(seq 1 30); do
-    alive=0; for pid in $(cat "$STATE/pids"); do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [ $alive = 0 ] && break; sleep 1
-  done
-  for pid in $(cat "$STATE/pids"); do kill -9 "$pid" 2>/dev/null || true; done
-  rm -f "$STATE/pids"; echo "cluster stopped"
+  stop_pids "$STATE/pids"; echo "cluster stopped"
 }
 
 status() {
-  if [ -f "$STATE/pids" ] && kill -0 $(cat "$STATE/pids") 2>/dev/null; then
+  if pids_alive "$STATE/pids"; then
     echo "running: spark://127.0.0.1:$PORT"; else echo "not running"; return 1; fi
 }
 

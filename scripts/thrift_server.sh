@@ -7,6 +7,7 @@
 #   bash scripts/thrift_server.sh start|stop|status   (state in $SIZED_THRIFT_DIR)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/pids.sh
 STATE=${SIZED_THRIFT_DIR:-$PWD/.thrift-server}
 PY=${PYTHON:-$PWD/.venv/bin/python}
 export SPARK_HOME=${SPARK_HOME:-$("$PY" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')}
@@ -19,7 +20,7 @@ s = socket.socket(); s.settimeout(1)
 sys.exit(s.connect_ex(("127.0.0.1", int(sys.argv[1]))))' "$1"
 }
 
-running() { [ -f "$STATE/pid" ] && kill -0 "$(cat "$STATE/pid")" 2>/dev/null; }
+running() { pids_alive "$STATE/pid"; }
 
 start() {
   if running; then
@@ -70,11 +71,7 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 
 stop() {
   [ -f "$STATE/pid" ] || return 0
-  local pid; pid=$(cat "$STATE/pid")
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -f "$STATE/pid"; echo "thrift server stopped"
+  stop_pids "$STATE/pid"; echo "thrift server stopped"
 }
 
 status() {
