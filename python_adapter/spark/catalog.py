@@ -1,20 +1,19 @@
 """The metastore side of a table: look it up, create it, define it again, sync its
 partitions (SparkCatalog: the table layer's CatalogSync)."""
-import json
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from python_adapter.io.connect_client import is_connect
 from python_adapter.io.session_info import case_sensitive
-from python_adapter.spark import connect_catalog as remote
 from python_adapter.core.notice import Notice
 from python_adapter.core.partitions import parse_partition_path
 from python_adapter.errors import WriteError
-from python_adapter.spark.scala_records import case_copy
+from python_adapter.spark.connect_catalog import ConnectCatalog
+from python_adapter.spark.session_catalog import NOT_FOUND, SessionCatalog
 from python_adapter.table.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
                                            PREVIOUS_TYPE, Instant)
 
@@ -56,45 +55,24 @@ class TableInfo:
         return next((f for f in known if f in self.input_format.lower()), "hive")
 
 
+def metastore(spark: SparkSession) -> Union[SessionCatalog, ConnectCatalog]:
+    """The session's metastore calls: py4j in a session with a JVM, the Connect server's
+    extension over `method: connect`; both have one interface."""
+    return ConnectCatalog(spark) if is_connect(spark) else SessionCatalog(spark)
+
+
 def describe_table(spark: SparkSession, table: TableRef) -> Optional[TableInfo]:
     """TableInfo, or None when the table does not exist, from the metastore's record of it
-    as Spark's catalog restores it (one lookup and a few py4j calls; DESCRIBE TABLE EXTENDED
-    is planned and run as a query, and the session catalog asks whether the database and
-    the table exist before it looks the table up). Gives what DESCRIBE shows, char and
-    varchar columns as string."""
-    db, name = _catalog_names(spark, table)
-    if is_connect(spark):
-        got = remote.describe(spark, db, name)
-        return None if got is None else TableInfo(
-            location=got["location"],
-            columns=tuple((f.name, f.dataType.simpleString()) for f in got["schema"].fields),
-            partition_columns=tuple(got["partition_columns"]), provider=got["provider"].lower(),
-            table_type=got["table_type"].upper(), input_format=got["input_format"],
-            read_schema=got["schema"])
-    try:
-        meta = spark._jsparkSession.sharedState().externalCatalog().getTable(db, name)
-    except Exception as exc:  # py4j's error, or pyspark's AnalysisException made of it
-        if _NOT_FOUND.search(str(exc)):
-            return None
-        raise
-    schema = T.StructType.fromJson(json.loads(_read_schema_json(spark, meta.schema())))
-    storage = meta.storage()
-    location = storage.locationUri()
-    return TableInfo(
-        location=_uri_text(spark, location.get()) if location.isDefined() else "",
-        columns=tuple((f.name, f.dataType.simpleString()) for f in schema.fields),
-        partition_columns=tuple(_seq_strings(meta.partitionColumnNames())),
-        provider=_option_text(meta.provider()).lower(),
-        table_type=meta.tableType().name().upper(),
-        input_format=_option_text(storage.inputFormat()),
-        read_schema=schema,
-    )
-
-
-# The external catalog's errors for a table or database that is not there (Spark 3.5's
-# exception names, Spark 4's error classes).
-_NOT_FOUND = re.compile(r"NoSuch(?:Table|Database)Exception|TABLE_OR_VIEW_NOT_FOUND|"
-                        r"SCHEMA_NOT_FOUND")
+    as Spark's catalog restores it (DESCRIBE TABLE EXTENDED is planned and run as a query,
+    and the session catalog asks whether the database and the table exist before it looks
+    the table up). Gives what DESCRIBE shows, char and varchar columns as string."""
+    got = metastore(spark).describe(*_catalog_names(spark, table))
+    return None if got is None else TableInfo(
+        location=got["location"],
+        columns=tuple((f.name, f.dataType.simpleString()) for f in got["schema"].fields),
+        partition_columns=tuple(got["partition_columns"]), provider=got["provider"].lower(),
+        table_type=got["table_type"].upper(), input_format=got["input_format"],
+        read_schema=got["schema"])
 
 
 def _catalog_names(spark: SparkSession, table: TableRef) -> Tuple[str, str]:
@@ -105,54 +83,13 @@ def _catalog_names(spark: SparkSession, table: TableRef) -> Tuple[str, str]:
     return table.schema.lower(), table.identifier.lower()
 
 
-_jvm_classes = {}  # {(the JVM's gateway, class name): the class}: py4j finds one in calls
-
-
-def _jvm_class(spark: SparkSession, name: str):
-    key = (id(spark._jvm._gateway_client), name)
-    if key not in _jvm_classes:
-        found = spark._jvm
-        for part in name.split("."):
-            found = getattr(found, part)
-        _jvm_classes[key] = found
-    return _jvm_classes[key]
-
-
-def _uri_text(spark: SparkSession, uri) -> str:
-    """A catalog location as Spark shows it (CatalogUtils.URIToString)."""
-    return str(_jvm_class(spark, "org.apache.spark.sql.catalyst.catalog.CatalogUtils")
-               .URIToString(uri))
-
-
-def _read_schema_json(spark: SparkSession, schema) -> str:
-    """A catalog schema as Spark reads the table, in JSON: char and varchar columns (what
-    DESCRIBE shows) read as string, which a reader's schema must give."""
-    utils = _jvm_class(spark, "org.apache.spark.sql.catalyst.util.CharVarcharUtils")
-    return str(utils.replaceCharVarcharWithStringInSchema(schema).json())
-
-
-def _option_text(option) -> str:
-    return str(option.get()) if option.isDefined() else ""
-
-
-def _seq_strings(seq) -> List[str]:
-    """A Scala Seq[String] in one py4j call (names may hold any character but NUL)."""
-    text = str(seq.mkString("\u0000"))
-    return text.split("\u0000") if text else []
-
-
 def forget_cached_relation(spark: SparkSession, table: TableRef) -> None:
     """After a change of the table's files or definition: the session's cached relation of
     it (with its file listing) dropped, so the next query looks it up and lists it again.
     spark.catalog.refreshTable does that after resolving the table (a metastore lookup, and
     for an unpartitioned table a listing thrown away), so that it can then re-cache data a
     CACHE TABLE holds of it: it runs only when the session holds cached data."""
-    if is_connect(spark):
-        remote.uncache(spark, table.schema, table.identifier, "forget")
-    elif spark._jsparkSession.sharedState().cacheManager().isEmpty():
-        drop_cached_relation(spark, table)
-    else:
-        spark.catalog.refreshTable(f"{table.schema}.{table.identifier}")
+    metastore(spark).uncache(table.schema, table.identifier, "forget")
 
 
 def refresh_relation_in_place(spark: SparkSession, table: TableRef) -> None:
@@ -166,31 +103,12 @@ def refresh_relation_in_place(spark: SparkSession, table: TableRef) -> None:
     from the cache, which a plan already analyzed never sees; this must run before any
     change of the table's metadata, which drops it too. No metastore call: a table not
     cached has no plan to refresh."""
-    if is_connect(spark):
-        remote.uncache(spark, table.schema, table.identifier, "refresh")
-        return
-    catalog = spark._jsparkSession.sessionState().catalog()
-    name = catalog.qualifyIdentifier(_table_identifier(spark, table))
-    cached = catalog.getCachedTable(spark._jvm.org.apache.spark.sql.catalyst.QualifiedTableName
-                                    .apply(name.catalog().get(), name.database().get(),
-                                           name.table()))
-    if cached is not None:
-        cached.refresh()
-
-
-def _table_identifier(spark: SparkSession, table: TableRef):
-    jvm = spark._jvm
-    return jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
-        table.identifier, jvm.scala.Some.apply(table.schema))
+    metastore(spark).uncache(table.schema, table.identifier, "refresh")
 
 
 def drop_cached_relation(spark: SparkSession, table: TableRef) -> None:
     """The session's cached relation of the table dropped (no lookup, no listing)."""
-    if is_connect(spark):
-        remote.uncache(spark, table.schema, table.identifier, "drop")
-        return
-    spark._jsparkSession.sessionState().catalog().invalidateCachedTable(
-        _table_identifier(spark, table))
+    metastore(spark).uncache(table.schema, table.identifier, "drop")
 
 
 def require_parquet(info: TableInfo, table: TableRef, what: str) -> None:
@@ -210,15 +128,13 @@ def table_location(spark: SparkSession, table: TableRef) -> str:
         return f"{table.location_root.rstrip('/')}/{table.identifier}"
     db, _name = _catalog_names(spark, table)
     try:
-        if is_connect(spark):
-            return f"{remote.database_location(spark, db).rstrip('/')}/{table.identifier.lower()}"
-        uri = spark._jsparkSession.sharedState().externalCatalog().getDatabase(db).locationUri()
+        root = metastore(spark).database_location(db)
     except Exception as exc:  # py4j's error, or pyspark's AnalysisException made of it
-        if _NOT_FOUND.search(str(exc)):
+        if NOT_FOUND.search(str(exc)):
             raise WriteError(f"schema {table.schema} does not exist: create it first (dbt "
                              f"does before it runs a model)") from None
         raise
-    return f"{_uri_text(spark, uri).rstrip('/')}/{table.identifier.lower()}"
+    return f"{root.rstrip('/')}/{table.identifier.lower()}"
 
 
 # Table property naming the instant that created the table's definition: recovery of an
@@ -270,30 +186,13 @@ def set_table_type(spark: SparkSession, table: TableRef, external: bool) -> None
     """Make a table EXTERNAL or MANAGED in the metastore, files untouched. Spark's SQL has no
     statement for it ('EXTERNAL' is a reserved property), so the catalog's own table record
     is copied with the other type and altered in the external catalog."""
-    if is_connect(spark):
-        if remote.set_table_type(spark, table.schema, table.identifier, external):
-            forget_cached_relation(spark, table)
-        return
-    jvm = spark._jvm
-    catalog = spark._jsparkSession.sharedState().externalCatalog()
-    current = catalog.getTable(table.schema, table.identifier)
-    kinds = jvm.org.apache.spark.sql.catalyst.catalog.CatalogTableType
-    wanted = kinds.EXTERNAL() if external else kinds.MANAGED()
-    if current.tableType().name() == wanted.name():
-        return
-    # CatalogTable(identifier, tableType, storage, schema, ...)
-    catalog.alterTable(case_copy(current, {1: wanted}))
-    forget_cached_relation(spark, table)
+    if metastore(spark).set_table_type(table.schema, table.identifier, external):
+        forget_cached_relation(spark, table)
 
 
 def table_property(spark: SparkSession, table: TableRef, key: str) -> Optional[str]:
     """A table property's value, None when unset."""
-    if is_connect(spark):
-        return remote.table_property(spark, table.schema, table.identifier, key)
-    props = spark._jsparkSession.sharedState().externalCatalog() \
-        .getTable(table.schema, table.identifier).properties()
-    value = props.get(key)
-    return None if value.isEmpty() else str(value.get())
+    return metastore(spark).table_property(table.schema, table.identifier, key)
 
 
 def show_create(spark: SparkSession, table: TableRef) -> str:
@@ -336,15 +235,7 @@ def set_data_columns(spark: SparkSession, table: TableRef,
     the external catalog (the metastore) takes the new data schema. Old files keep their
     extra columns on disk, and readers ignore them.
     """
-    from pyspark.sql.types import StructType
-
-    if is_connect(spark):
-        remote.set_data_schema(spark, table.schema, table.identifier, StructType(list(fields)))
-        forget_cached_relation(spark, table)
-        return
-    jschema = spark._jsparkSession.parseDataType(StructType(list(fields)).json())
-    spark._jsparkSession.sharedState().externalCatalog().alterTableDataSchema(
-        table.schema, table.identifier, jschema)
+    metastore(spark).set_data_schema(table.schema, table.identifier, T.StructType(list(fields)))
     forget_cached_relation(spark, table)
 
 
@@ -354,11 +245,7 @@ def registered_partitions(spark: SparkSession, table: TableRef) -> Set[str]:
     for their names, where asking about each partition costs the metastore one lookup per
     partition: the external catalog's, which SHOW PARTITIONS makes after parsing and
     planning a statement."""
-    db, name = _catalog_names(spark, table)
-    if is_connect(spark):
-        return remote.partition_names(spark, db, name)
-    return set(_seq_strings(spark._jsparkSession.sharedState().externalCatalog()
-                            .listPartitionNames(db, name, spark._jvm.scala.Option.empty())))
+    return metastore(spark).partition_names(*_catalog_names(spark, table))
 
 
 def partition_spec(rel_dir: str) -> Optional[str]:

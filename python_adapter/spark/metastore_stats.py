@@ -10,20 +10,15 @@ files) and keeps numRows. The table's statistics are Hive's table parameters, wh
 reads too; those an ANALYZE TABLE left in Spark's own keys would outrank them, so they go.
 """
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Tuple
+from typing import Dict, Iterable, List, Mapping, Tuple
 
 from pyspark.sql import SparkSession
 
 from python_adapter.core.partitions import parse_partition_path
-from python_adapter.io.connect_client import is_connect
-from python_adapter.io.fast_local_fs import encode_fields, jar_loaded
-from python_adapter.spark import connect_catalog as remote
-from python_adapter.spark.catalog import TableRef, registered_partitions, sql_string
-from python_adapter.spark.scala_records import (CaseCopy, CaseNew, case_copy,
-                                                 copy_parameter_types)
+from python_adapter.spark.catalog import (TableRef, metastore, registered_partitions,
+                                          sql_string)
 from python_adapter.table.files import FileStats
 
-PARTITION_CLASS = "org.apache.spark.sql.catalyst.catalog.CatalogTablePartition"
 SPARK_STATS_PREFIX = "spark.sql.statistics."   # Spark's own keys (ANALYZE TABLE)
 
 # {partition directory relative to the table: (its path, its statistics)}
@@ -44,11 +39,8 @@ class MetastorePartitions:
 
     def __init__(self, spark: SparkSession, table: TableRef) -> None:
         self.spark, self.table = spark, table
-        self.remote = is_connect(spark)
-        if not self.remote:
-            self.jvm = spark._jvm
-            self.catalog = spark._jsparkSession.sharedState().externalCatalog()
-        self._storage = None
+        self.metastore = metastore(spark)
+        self.names = (table.schema, table.identifier)
 
     def register(self, parts: PartitionStats) -> None:
         """Create the partitions; any the metastore has already are altered instead. Callers
@@ -68,12 +60,8 @@ class MetastorePartitions:
             self.alter({p: s for p, s in parts.items() if p in known})
 
     def alter(self, parts: PartitionStats) -> None:
-        if parts and self.remote:
-            remote.partitions(self.spark, self.table.schema, self.table.identifier, "alter",
-                              fields=_fields(parts))
-        elif parts:
-            self.catalog.alterPartitions(self.table.schema, self.table.identifier,
-                                         self._records(parts))
+        if parts:
+            self.metastore.alter_partitions(*self.names, _rows(parts))
 
     def drop(self, parts: Iterable[str]) -> None:
         """Drop partitions (directories relative to the table) the commit emptied, their
@@ -81,49 +69,12 @@ class MetastorePartitions:
         managed table's partition directory that is gone logs an ERROR (FileUtils: "Failed
         to delete")."""
         parts = list(parts)
-        if parts and self.remote:
-            remote.partitions(self.spark, self.table.schema, self.table.identifier, "drop",
-                              parts=parts)
-        elif parts:
-            parse = self.jvm.org.apache.spark.sql.execution.datasources.PartitioningUtils \
-                .parsePathFragment
-            specs = self.jvm.org.apache.spark.api.python.PythonUtils.toSeq(
-                [parse(p) for p in parts])
-            self.catalog.dropPartitions(self.table.schema, self.table.identifier, specs,
-                                        True, False, True)  # if exists, no purge, keep data
+        if parts:
+            self.metastore.drop_partitions(*self.names, parts)
 
     def _create(self, parts: PartitionStats, if_not_exists: bool) -> None:
-        if parts and self.remote:
-            remote.partitions(self.spark, self.table.schema, self.table.identifier, "create",
-                              fields=_fields(parts), if_not_exists=if_not_exists)
-        elif parts:
-            self.catalog.createPartitions(self.table.schema, self.table.identifier,
-                                          self._records(parts), if_not_exists)
-
-    def _records(self, parts: PartitionStats) -> Any:
-        """A Scala Seq of CatalogTablePartition, as Spark's ALTER TABLE ADD PARTITION
-        builds them: the table's storage at the partition's directory (the directory
-        itself, exact whatever escaping wrote it), here with statistics parameters. Spark's
-        own parser of a directory name gives the spec, and of `k=v/k=v` the parameters."""
-        if self._storage is None:
-            self._storage = self.catalog.getTable(self.table.schema,
-                                                  self.table.identifier).storage()
-        if jar_loaded(self.jvm):  # one call for all: py4j costs a round trip per call
-            return self.jvm.sizedspark.fs.PartitionRecords.build(self._storage, _fields(parts))
-        return self._records_by_py4j(_rows(parts))
-
-    def _records_by_py4j(self, rows: List[Tuple[str, str, str]]) -> Any:
-        """The same, a few py4j calls per partition (a session without the helper jar)."""
-        jvm = self.jvm
-        catalog_utils = jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils
-        parse = jvm.org.apache.spark.sql.execution.datasources.PartitioningUtils \
-            .parsePathFragment
-        at_location = CaseCopy(self._storage)
-        new_partition = CaseNew(jvm, PARTITION_CLASS, leading=3)
-        return jvm.org.apache.spark.api.python.PythonUtils.toSeq([
-            new_partition([parse(rel), at_location({0: jvm.scala.Option.apply(
-                catalog_utils.stringToURI(path))}), parse(params)])
-            for rel, path, params in rows])
+        if parts:
+            self.metastore.create_partitions(*self.names, _rows(parts), if_not_exists)
 
 
 def _rows(parts: PartitionStats) -> List[Tuple[str, str, str]]:
@@ -132,50 +83,22 @@ def _rows(parts: PartitionStats) -> List[Tuple[str, str, str]]:
             for rel, (path, stats) in sorted(parts.items())]
 
 
-def _fields(parts: PartitionStats) -> str:
-    """_rows in PartitionRecords' text encoding."""
-    return encode_fields([field for row in _rows(parts) for field in row])
-
-
 def write_table_stats(spark: SparkSession, table: TableRef, stats: FileStats) -> None:
     """The table's statistics as Hive's table parameters (an unpartitioned table's numFiles
     and totalSize Hive lists again itself, to the same figures), with any of Spark's own
     statistics keys removed, in one metastore call on the table's raw record, as Spark's
     alterTableStats makes it (an ALTER TABLE ... SET TBLPROPERTIES statement is parsed,
     planned and checked first, 3-4 times as long). Spark's in-memory catalog: by SQL."""
-    if is_connect(spark):
-        drop = [] if stats.rows is not None else ["numRows"]
-        if not remote.table_stats(spark, table.schema, table.identifier,
-                                  stats_parameters(stats), drop, SPARK_STATS_PREFIX):
-            _stats_by_sql(spark, table, stats)
-        return
-    hive = spark._jsparkSession.sharedState().externalCatalog().unwrapped()
-    if hive.getClass().getSimpleName() != "HiveExternalCatalog":
+    drop = [] if stats.rows is not None else ["numRows"]
+    if not metastore(spark).table_stats(table.schema, table.identifier,
+                                        stats_parameters(stats), drop, SPARK_STATS_PREFIX):
         _stats_by_sql(spark, table, stats)
-        return
-    raw = hive.getRawTable(table.schema, table.identifier)
-    props = raw.properties()
-    keys = str(props.keySet().mkString("\u0000")).split("\u0000")
-    drop = [k for k in keys if k.startswith(SPARK_STATS_PREFIX)]
-    if stats.rows is None:
-        drop.append("numRows")
-    for key in drop:
-        props = getattr(props, "$minus")(key)
-    for key, value in stats_parameters(stats).items():
-        props = props.updated(key, value)
-    hive.client().alterTable(case_copy(raw, {_properties_position(raw): props}))
 
 
 def _stats_by_sql(spark: SparkSession, table: TableRef, stats: FileStats) -> None:
     props = ", ".join(f"{sql_string(k)} = {sql_string(v)}"
                       for k, v in stats_parameters(stats).items())
     spark.sql(f"ALTER TABLE {table.quoted} SET TBLPROPERTIES ({props})")
-
-
-def _properties_position(table: Any) -> int:
-    """The position of `properties` among CatalogTable.copy's arguments: its first Map
-    (`ignoredProperties` is a later one; Spark versions add fields elsewhere)."""
-    return copy_parameter_types(table).index("scala.collection.immutable.Map")
 
 
 def partitions_with_stats(location: str, stats: Mapping[str, FileStats]

@@ -11,6 +11,7 @@ import pytest
 from tests.functional.dbt.test_dbt_project import (REPO, _dbt_steps, _plain,
                                                    upsert_crash_recovery_and_clustering)
 from tests.functional.dbt_connect import connect_server, drop_schema
+from tests.functional.readers import duckdb_rows, polars_rows, pyarrow_rows
 
 PORT = "15102"
 
@@ -74,10 +75,8 @@ def test_a_server_without_the_extension_fails_the_model_naming_what_to_add(tmp_p
     written, and the error says which --jars / --conf lines the server's start command
     needs; dbt's own models still run there."""
     import os
-    import subprocess
-    import sys
 
-    from tests.functional.dbt_connect import SERVER, java_dirs
+    from tests.functional.dbt_connect import SERVER
 
     spark_home = os.path.dirname(__import__("pyspark").__file__)
     state = tmp_path / "bare"
@@ -261,3 +260,17 @@ def test_snapshots_and_microbatch_over_connect(server, tmp_path):
                            "from {t}") == (total, live)
     # days 1-4 of kr_events: 150 + 160 + 170 + 180 events, each once after the rerun
     assert read("kr_mb", "select count(*), count(distinct event_id) from {t}") == (660, 660)
+    # plain Parquet, as over session: polars and pyarrow read exactly the rows DuckDB reads
+    for table, columns in (("kr_snap", ["id", "region", "name", "dbt_scd_id"]),
+                           ("kr_mb", ["event_id", "event_date", "amount", "event_month"])):
+        seen = duckdb_rows(base / table, columns)
+        assert len(seen) == read(table, "select count(*) from {t}")[0], table
+        for reader in (pyarrow_rows, polars_rows):
+            assert _as_text(reader(base / table, columns)) == _as_text(seen), \
+                (table, reader.__name__)
+
+
+def _as_text(rows):
+    """Rows with each value as text, in a stable order: the readers type a partition value
+    each their own way."""
+    return sorted(tuple(None if v is None else str(v) for v in r) for r in rows)

@@ -11,7 +11,6 @@ from pyspark.sql import functions as F
 from python_adapter.core.config import parse_config
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import TableRef, describe_table
-from python_adapter.spark.metastore_stats import stats_parameters
 from python_adapter.spark.rollback import recover_table, rollback_last_commit
 from python_adapter.spark.writer import write_dataframe
 from python_adapter.table import faults, lock, settle
@@ -263,7 +262,8 @@ def test_partition_records_are_the_same_with_and_without_the_helper_jar(spark, s
     """A cluster session has no helper jar: its records, built by a few py4j calls each,
     must be those the jar's one call builds (spec, directory, statistics)."""
     from python_adapter.io.fast_local_fs import jar_loaded
-    from python_adapter.spark.metastore_stats import MetastorePartitions
+    from python_adapter.spark.session_catalog import SessionCatalog
+    from python_adapter.spark.metastore_stats import _rows
     from python_adapter.table.files import FileStats
 
     assert jar_loaded(spark._jvm), "the test session is started with the helper jar"
@@ -271,8 +271,8 @@ def test_partition_records_are_the_same_with_and_without_the_helper_jar(spark, s
               f"PARTITIONED BY (region, day)")
     parts = {"region=x%2Fy/day=2025-01-01": FileStats(2, 300, 7),
              "region=it's/day=2025-01-02": FileStats(1, 20, None)}
-    records = MetastorePartitions(spark, TableRef(schema, "rec"))
-    located = {p: (f"file:/tmp/t/{p}", s) for p, s in parts.items()}
+    metastore = SessionCatalog(spark)
+    rows = _rows({p: (f"file:/tmp/t/{p}", s) for p, s in parts.items()})
 
     def described(seq):
         out = []
@@ -281,10 +281,10 @@ def test_partition_records_are_the_same_with_and_without_the_helper_jar(spark, s
             out.append((r.spec().toString(), r.storage().toString(), r.parameters().toString()))
         return out
 
-    by_jar = described(records._records(located))
-    by_py4j = described(records._records_by_py4j(
-        [(p, path, "/".join(f"{k}={v}" for k, v in stats_parameters(s).items()))
-         for p, (path, s) in sorted(located.items())]))
+    by_jar = described(metastore.partition_records(schema, "rec", rows))
+    by_py4j = described(metastore.records_by_py4j(
+        spark._jsparkSession.sharedState().externalCatalog().getTable(schema, "rec").storage(),
+        rows))
     assert by_jar == by_py4j
     assert "x/y" in by_jar[1][0] and "numRows -> 7" in by_jar[1][2]
     assert "numRows" not in by_jar[0][2] and "it's" in by_jar[0][0]
