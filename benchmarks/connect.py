@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Spark Connect beside session: the same dbt project, the same data, one run.
 
-    python benchmarks/connect.py [--rows 3000000] [--batch-rows 200000] [--batches 5]
+    python benchmarks/connect.py [--rows 3000000] [--batch-rows 200000] [--batches 5] [--keep]
 
 Two dbt processes, one after the other, each in a fresh warehouse: one on `method: session`
 (the embedded Spark, local[2]) and one on `method: connect` (a Spark Connect server started
@@ -105,6 +105,8 @@ def parse_args(argv):
     p.add_argument("--rows", type=int, default=3_000_000)
     p.add_argument("--batch-rows", type=int, default=200_000)
     p.add_argument("--batches", type=int, default=5)
+    p.add_argument("--keep", action="store_true",
+                   help="keep the work directory (the project and its logs/dbt.log)")
     return p.parse_args(argv)
 
 
@@ -178,7 +180,10 @@ def main(argv=None):
     finally:
         subprocess.run(["bash", script, "stop"], env=env, capture_output=True, text=True)
     report(args, names, session, connect, tables, (session_wall, connect_wall))
-    shutil.rmtree(home, ignore_errors=True)
+    if args.keep:
+        print(f"kept {home}")
+    else:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def report(args, names, session, connect, tables, walls):

@@ -12,7 +12,8 @@ from python_adapter.spark.catalog import TableRef, drop_cached_relation
 
 _lock = threading.Lock()
 _held = {}  # (session, key) -> [blocks holding it, value before the first]
-_own = set()  # ids of the sessions own_session made and has not yet released
+# id of a session writes run on (own_session) -> [the writes on it, {key raised: value before}]
+_own: Dict[int, list] = {}
 
 
 @contextmanager
@@ -63,41 +64,62 @@ def shuffle_conf(spark: SparkSession, nbytes: int) -> Dict[str, Any]:
 
 @contextmanager
 def own_session(spark: SparkSession, schema: str, table: str) -> Iterator[SparkSession]:
-    """A copy of the session for one model's write to schema.table: its settings,
-    temporary views and functions copied, the SparkContext, catalog and cache shared. dbt
-    threads build models at once on one session; settings a write makes for its own queries
-    (shuffle partitions, AQE, split sizes) then stay on its copy and never reach another
-    model's queries. Each session keeps its own cache of table relations (their file
-    listings), so on exit, written or failed, the caller's cached relation of the table is
-    dropped: dbt's next query on it (a test after the model) lists its files again instead
-    of opening files the write replaced. Over Spark Connect the copy is a clone of the
-    server's session (pyspark 4.1's cloneSession), released on exit; an older client shares
-    the session, its settings put back by session_conf on exit."""
-    own = _copy(spark)
-    if own is not spark:
-        _own.add(id(own))
+    """The session one model's write to schema.table runs on. With a JVM here: a copy of the
+    session, its settings, temporary views and functions copied, the SparkContext, catalog
+    and cache shared. dbt threads build models at once on one session; settings a write
+    makes for its own queries (shuffle partitions, AQE, split sizes) then stay on its copy
+    and never reach another model's queries. Each session keeps its own cache of table
+    relations (their file listings), so on exit, written or failed, the caller's cached
+    relation of the table is dropped: dbt's next query on it (a test after the model) lists
+    its files again instead of opening files the write replaced.
+
+    Over Spark Connect the write runs on the caller's session itself. A server-side clone
+    (pyspark 4.1's cloneSession) gets a class loader of its own, so each write's generated
+    code was compiled again and ran unwarmed by the JIT: the same jobs took 30-80% more CPU
+    (benchmarks/connect.py, upsert batches 1.4-1.6x session's). Its settings are put back by
+    session_conf as each block ends, and what raise_on_own_session raised once the last
+    write on the session ends; they change speed, not results (session_conf), so a model
+    running beside a write on another dbt thread at most runs with its settings."""
+    own = spark if is_connect(spark) else _copy(spark)
+    with _lock:
+        _own.setdefault(id(own), [0, {}])[0] += 1
     try:
         yield own
     finally:
-        _own.discard(id(own))
-        if own is not spark and is_connect(spark):
-            own.stop()  # releases the clone on the server; the caller's session stays
+        _release(own)
         drop_cached_relation(spark, TableRef(schema, table))
 
 
 def raise_on_own_session(spark: SparkSession, key: str, value: int) -> bool:
-    """Raise an integer setting to at least `value` for the rest of the life of a session
-    own_session made (no other query sees it). False, and nothing set, on any other session."""
-    if id(spark) not in _own:
-        return False
+    """Raise an integer setting to at least `value` on a session a write runs on
+    (own_session), until the last write on it ends. False, and nothing set, on any other
+    session."""
     with _lock:
-        if int(spark.conf.get(key, "0")) < value:
+        held = _own.get(id(spark))
+        if held is None:
+            return False
+        before = spark.conf.get(key, None)
+        held[1].setdefault(key, before)
+        if int(before or "0") < value:
             spark.conf.set(key, str(value))
     return True
 
 
+def _release(own: SparkSession) -> None:
+    """One write less on the session; after the last, the settings raise_on_own_session
+    raised are put back (a copy is dropped anyway; the caller's Connect session stays)."""
+    with _lock:
+        held = _own[id(own)]
+        held[0] -= 1
+        if held[0]:
+            return
+        del _own[id(own)]
+        for key, before in held[1].items():
+            if before is None:
+                own.conf.unset(key)
+            else:
+                own.conf.set(key, before)
+
+
 def _copy(spark: SparkSession) -> SparkSession:
-    if not is_connect(spark):
-        return type(spark)(spark.sparkContext, spark._jsparkSession.cloneSession())
-    clone = getattr(spark, "cloneSession", None)
-    return clone() if clone is not None else spark
+    return type(spark)(spark.sparkContext, spark._jsparkSession.cloneSession())

@@ -5,6 +5,7 @@ by scripts/connect_server.sh with our extension. The scenarios are the session's
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -68,6 +69,36 @@ def test_integration_project_over_connect(server, tmp_path):
     out = _plain(first.stdout)
     assert "OK created sql sized_incremental model sized_it.events_upsert" in out
     assert "ERROR=0" in second.stdout
+
+
+def test_a_write_over_connect_runs_on_the_callers_session_and_puts_its_settings_back(server):
+    """Over Connect a write runs on the caller's session (a server-side clone has a class
+    loader of its own, so its generated code was compiled and warmed up again at every
+    write): a temporary view made before it is there, and what writes raise for their
+    reads is put back once the last of them ends."""
+    url, _state = server
+    code = f"""
+from pyspark.sql import SparkSession
+from python_adapter.spark.session_conf import own_session, raise_on_own_session
+s = SparkSession.builder.remote({url!r}).create()
+key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+before = s.conf.get(key)
+s.range(3).createOrReplaceTempView("sized_view")
+assert not raise_on_own_session(s, key, 500)
+with own_session(s, "default", "sized_no_table") as own:
+    assert own is s
+    assert raise_on_own_session(own, key, 500) and s.conf.get(key) == "500"
+    with own_session(s, "default", "sized_other") as beside:  # a write on another thread
+        assert raise_on_own_session(beside, key, 700)
+    assert s.conf.get(key) == "700", "the first write still runs"
+    assert own.table("sized_view").count() == 3
+assert s.conf.get(key) == before, (s.conf.get(key), before)
+assert not raise_on_own_session(s, key, 900)
+print("OK")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+    assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stderr[-3000:]
 
 
 def test_a_server_without_the_extension_fails_the_model_naming_what_to_add(tmp_path):
