@@ -7,8 +7,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set
 from pyspark.sql import types as T
 
 from python_adapter.io.connect_client import call
-from python_adapter.io.fast_local_fs import encode_fields
-from python_adapter.spark.session_catalog import PartitionRow
+from python_adapter.spark.session_catalog import PartitionRow, encode_rows
 
 
 class ConnectCatalog:
@@ -43,10 +42,11 @@ class ConnectCatalog:
 
     def create_partitions(self, db: str, name: str, rows: Sequence[PartitionRow],
                           if_not_exists: bool) -> None:
-        self._partitions(db, name, "create", fields=_fields(rows), if_not_exists=if_not_exists)
+        self._partitions(db, name, "create", fields=encode_rows(rows),
+                         if_not_exists=if_not_exists)
 
     def alter_partitions(self, db: str, name: str, rows: Sequence[PartitionRow]) -> None:
-        self._partitions(db, name, "alter", fields=_fields(rows))
+        self._partitions(db, name, "alter", fields=encode_rows(rows))
 
     def drop_partitions(self, db: str, name: str, parts: Iterable[str]) -> None:
         self._partitions(db, name, "drop", parts=list(parts))
@@ -60,7 +60,3 @@ class ConnectCatalog:
         call(self.spark, "catalog.partitions", db=db, table=name, action=action,
              **{"fields": "", "parts": [], "if_not_exists": False, **args})
 
-
-def _fields(rows: Sequence[PartitionRow]) -> str:
-    """The rows in PartitionRecords' text encoding."""
-    return encode_fields([field for row in rows for field in row])

@@ -5,6 +5,7 @@ ConnectCatalog (connect_catalog.py) makes the same calls in a Connect server; ca
 `metastore(spark)` picks one, and nothing above it asks which it holds."""
 import json
 import re
+from functools import cached_property
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from pyspark.sql import SparkSession
@@ -32,8 +33,13 @@ class SessionCatalog:
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
         self.jvm = spark._jvm
-        self.catalog = spark._jsparkSession.sharedState().externalCatalog()
         self._storage: Dict[Tuple[str, str], Any] = {}  # a table's storage, looked up once
+
+    @cached_property
+    def catalog(self) -> Any:
+        """The external catalog, looked up on first use: dropping a cached relation needs
+        only the session's catalog."""
+        return self.spark._jsparkSession.sharedState().externalCatalog()
 
     def describe(self, db: str, name: str) -> Optional[dict]:
         """{location, schema (as Spark reads the table: char and varchar as string),
@@ -128,8 +134,7 @@ class SessionCatalog:
             self._storage[db, name] = self.catalog.getTable(db, name).storage()
         storage = self._storage[db, name]
         if jar_loaded(self.jvm):  # one call for all: py4j costs a round trip per call
-            return self.jvm.sizedspark.fs.PartitionRecords.build(
-                storage, encode_fields([field for row in rows for field in row]))
+            return self.jvm.sizedspark.fs.PartitionRecords.build(storage, encode_rows(rows))
         return self.records_by_py4j(storage, rows)
 
     def records_by_py4j(self, storage: Any, rows: Sequence[PartitionRow]) -> Any:
@@ -177,6 +182,11 @@ class SessionCatalog:
         """A catalog location as Spark shows it (CatalogUtils.URIToString)."""
         return str(self._class("org.apache.spark.sql.catalyst.catalog.CatalogUtils")
                    .URIToString(uri))
+
+
+def encode_rows(rows: Sequence[PartitionRow]) -> str:
+    """Partition rows in PartitionRecords' text encoding (its Java side builds the records)."""
+    return encode_fields([field for row in rows for field in row])
 
 
 def _option_text(option: Any) -> str:

@@ -12,7 +12,8 @@ from python_adapter.spark.catalog import TableRef, drop_cached_relation
 
 _lock = threading.Lock()
 _held = {}  # (session, key) -> [blocks holding it, value before the first]
-# id of a session writes run on (own_session) -> [the writes on it, {key raised: value before}]
+# id of a session writes run on (own_session) -> [the writes on it, {key raised: value
+# before} on the caller's own session (over Connect), None on a copy]
 _own: Dict[int, list] = {}
 
 
@@ -80,9 +81,10 @@ def own_session(spark: SparkSession, schema: str, table: str) -> Iterator[SparkS
     session_conf as each block ends, and what raise_on_own_session raised once the last
     write on the session ends; they change speed, not results (session_conf), so a model
     running beside a write on another dbt thread at most runs with its settings."""
-    own = spark if is_connect(spark) else _copy(spark)
-    with _lock:
-        _own.setdefault(id(own), [0, {}])[0] += 1
+    shared = is_connect(spark)
+    own = spark if shared else _copy(spark)
+    with _lock:  # a copy is dropped after the write: nothing to put back on it
+        _own.setdefault(id(own), [0, {} if shared else None])[0] += 1
     try:
         yield own
     finally:
@@ -99,7 +101,8 @@ def raise_on_own_session(spark: SparkSession, key: str, value: int) -> bool:
         if held is None:
             return False
         before = spark.conf.get(key, None)
-        held[1].setdefault(key, before)
+        if held[1] is not None:
+            held[1].setdefault(key, before)
         if int(before or "0") < value:
             spark.conf.set(key, str(value))
     return True
@@ -107,14 +110,14 @@ def raise_on_own_session(spark: SparkSession, key: str, value: int) -> bool:
 
 def _release(own: SparkSession) -> None:
     """One write less on the session; after the last, the settings raise_on_own_session
-    raised are put back (a copy is dropped anyway; the caller's Connect session stays)."""
+    raised are put back on the caller's Connect session (a copy is dropped anyway)."""
     with _lock:
         held = _own[id(own)]
         held[0] -= 1
         if held[0]:
             return
         del _own[id(own)]
-        for key, before in held[1].items():
+        for key, before in (held[1] or {}).items():
             if before is None:
                 own.conf.unset(key)
             else:
