@@ -218,7 +218,7 @@ def _options(locked, cluster_by, strategy, overrides) -> ClusterOptions:
     if missing:
         raise ConfigError(f"cluster_by: column(s) {', '.join(missing)} not found in "
                           f"{locked.table.quoted}; its columns are {', '.join(columns)}")
-    last = _last_write(locked.proto)
+    last = locked.proto.timeline.written_with()
     if "target_file_size" in last:
         overrides.setdefault("target_file_size", int(last["target_file_size"]))
         overrides.setdefault("write_small_file_limit",
@@ -249,7 +249,7 @@ def _schedule(locked, cluster_by, strategy, overrides) -> int:
 def _schedule_compaction(locked, overrides, scope) -> int:
     """Store a compaction plan (small files bin-packed, oversized files split) of the
     partitions in scope as a requested replacecommit; returns its number of groups."""
-    options = _compact_options(overrides, _last_write(locked.proto))
+    options = _compact_options(overrides, locked.proto.timeline.written_with())
     current = current_files(locked.fs, locked.proto.location, locked.proto.timeline,
                             check=locked.name)
     every = _files_by_partition(current)
@@ -286,12 +286,6 @@ def _log_no_groups(locked, service, why) -> None:
                    f"{', '.join(waiting)}")
     else:
         locked.log(f"{service} plan: {why}")
-
-
-def _last_write(proto) -> Mapping[str, str]:
-    """The extra of the table's last completed write (its target and small-file limit)."""
-    last = next((i for i in reversed(proto.timeline.completed(("commit",)))), None)
-    return last.extra if last is not None else {}
 
 
 def _files_by_partition(current) -> Dict[str, list]:

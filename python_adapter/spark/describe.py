@@ -21,9 +21,9 @@ TIMELINE_COLUMNS = ["instant", "time", "action", "state", "operation", "files_ad
 
 def _written_with(timeline):
     """(target_file_size, small_file_limit) of the table's last write, None when unknown."""
-    last = next((i for i in reversed(timeline.completed(actions=("commit",)))), None)
-    target = int(last.extra["target_file_size"]) if last and "target_file_size" in last.extra else None
-    small = int(last.extra["small_file_limit"]) if last and "small_file_limit" in last.extra else None
+    extra = timeline.written_with()
+    target = int(extra["target_file_size"]) if "target_file_size" in extra else None
+    small = int(extra["small_file_limit"]) if "small_file_limit" in extra else None
     return target, small
 
 

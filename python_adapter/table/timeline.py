@@ -12,7 +12,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import fastavro
 
@@ -421,6 +421,14 @@ class Timeline:
 
     def completed(self, actions: Sequence[str] = ACTIONS) -> List[Instant]:
         return [i for i in self.instants() if i.state == "completed" and i.action in actions]
+
+    def written_with(self) -> Mapping[str, str]:
+        """The extra of the table's last completed write that recorded the sizes it wrote
+        with (target_file_size, small_file_limit): {} when none did. A restore commits
+        without them, and what it brings back was written with the sizes before it, so
+        compaction, clustering and the layout go on with those."""
+        return next((i.extra for i in reversed(self.completed(("commit",)))
+                     if "target_file_size" in i.extra), {})
 
     def file_index(self) -> Dict[str, FileEntry]:
         """{rel path: FileEntry} of the files the completed commits say the table holds:

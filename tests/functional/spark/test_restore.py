@@ -12,7 +12,8 @@ from python_adapter.errors import ConfigError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import TableRef, describe_table
 from python_adapter.spark.clean import clean_table
-from python_adapter.spark.describe import timeline_rows
+from python_adapter.spark.cluster_exec import run_compaction
+from python_adapter.spark.describe import read_layout, timeline_rows
 from python_adapter.spark.restore import restore_table
 from python_adapter.spark.rollback import recover_table, rollback_last_commit
 from python_adapter.spark.writer import write_dataframe
@@ -76,6 +77,31 @@ def test_restore_brings_back_a_retained_instant_and_is_undone_by_rollback(spark,
 
     rollback_last_commit(spark, table, **QUIET)     # a restore is undone like a commit
     assert rows_of(spark, schema, "rs") == states[0]
+
+
+def test_services_after_a_restore_go_on_with_the_sizes_the_table_was_written_with(
+        spark, schema):
+    """A restore commits no sizes of its own: compaction and the layout after one use the
+    last write's target, not the default (128 MB made one file of each partition)."""
+    table = TableRef(schema, "rssizes")
+    cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
+                        "target_file_size": 16_000, "small_file_limit": 0})  # packing off
+    for v in range(4):  # each load adds a small file (~9 KB) to each of the 3 partitions
+        write_dataframe(spark, _batch(spark, range(v * 300, v * 300 + 300), f"v{v}"), table,
+                        cfg, **QUIET)
+    _fs, timeline = _timeline(spark, table)
+    loaded = timeline.completed()[-1].instant
+
+    def compacted():
+        run_compaction(spark, table, {}, **QUIET)
+        layout = read_layout(spark, table)
+        return layout.target_file_size, sorted(f.bytes for f in layout.files)
+
+    first = compacted()
+    assert first[0] == 16_000 and len(first[1]) > 3   # more than a file a partition
+    restore_table(spark, table, loaded, **QUIET)      # back to the four loads' files
+    assert read_layout(spark, table).target_file_size == 16_000
+    assert compacted() == first
 
 
 def test_restore_refuses_instants_it_cannot_restore_and_names_those_it_can(spark, schema):
