@@ -11,7 +11,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from python_adapter.core.layout import Layout, LayoutFile, by_partition
 from python_adapter.core.sizes import format_size
-from python_adapter.table.timeline import is_clustering
+from python_adapter.table.timeline import is_clustering, written_with
 
 OVERSIZE_RATIO = 1.25          # a file above 1.25 x target counts as oversized
 
@@ -31,19 +31,12 @@ def _int(value):
 
 
 def resolve_limits(layout: Layout, instants: Sequence = ()) -> Limits:
-    """The layout's target file size and small-file limit, else the last completed commit's
-    that records them; None when unknown."""
+    """The layout's target file size and small-file limit, else those of the last write
+    that recorded them (timeline.written_with); None when unknown."""
+    extra = written_with(instants)
     target, small = layout.target_file_size, layout.small_file_limit
-    for inst in sorted(instants, key=lambda i: i.instant, reverse=True):
-        if inst.state != "completed" or inst.action != "commit":
-            continue
-        if target is None:
-            target = _int(inst.extra.get("target_file_size"))
-        if small is None:
-            small = _int(inst.extra.get("small_file_limit"))
-        if target is not None and small is not None:
-            break
-    return Limits(target, small)
+    return Limits(_int(extra.get("target_file_size")) if target is None else target,
+                  _int(extra.get("small_file_limit")) if small is None else small)
 
 
 def is_small(size: int, small_file_limit: Optional[int]) -> bool:

@@ -12,7 +12,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import fastavro
 
@@ -309,6 +309,16 @@ def replay(files: Sequence[FileEntry], instants: Sequence[Instant]) -> Dict[str,
 _CHECKPOINTS: Dict[Tuple[str, int, int], "Checkpoint"] = {}
 
 
+
+def written_with(instants: Iterable[Instant]) -> Mapping[str, str]:
+    """The extra of the last completed write among `instants` that recorded the sizes it
+    wrote with (target_file_size, small_file_limit): {} when none did. A restore commits
+    without them, and what it brings back was written with the sizes before it, so
+    compaction, clustering, the layout and the report go on with those."""
+    writes = [i for i in instants if i.state == "completed" and i.action == "commit"
+              and "target_file_size" in i.extra]
+    return max(writes, key=lambda i: i.instant).extra if writes else {}
+
 class Timeline:
     """Reads and writes the instants of one table through a HadoopFS."""
 
@@ -423,12 +433,8 @@ class Timeline:
         return [i for i in self.instants() if i.state == "completed" and i.action in actions]
 
     def written_with(self) -> Mapping[str, str]:
-        """The extra of the table's last completed write that recorded the sizes it wrote
-        with (target_file_size, small_file_limit): {} when none did. A restore commits
-        without them, and what it brings back was written with the sizes before it, so
-        compaction, clustering and the layout go on with those."""
-        return next((i.extra for i in reversed(self.completed(("commit",)))
-                     if "target_file_size" in i.extra), {})
+        """written_with of the table's instants."""
+        return written_with(self.completed(("commit",)))
 
     def file_index(self) -> Dict[str, FileEntry]:
         """{rel path: FileEntry} of the files the completed commits say the table holds:

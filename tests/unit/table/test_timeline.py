@@ -1,7 +1,8 @@
 import pytest
 
 from python_adapter.table.timeline import (
-    FileEntry, Instant, SCHEMA_VERSION, decode, encode, new_instant_id, parse_file_name)
+    FileEntry, Instant, SCHEMA_VERSION, decode, encode, new_instant_id, parse_file_name,
+    written_with)
 from python_adapter.errors import TimelineError
 
 
@@ -35,3 +36,15 @@ def test_file_names_and_ids():
     ident = new_instant_id()
     assert len(ident) == 17 and ident.isdigit()
     assert SCHEMA_VERSION == 1
+
+
+def test_written_with_is_the_last_completed_write_that_recorded_its_sizes():
+    def inst(n, operation, state="completed", **extra):
+        return Instant(instant=n, action="commit", state=state, operation=operation,
+                       extra={k: str(v) for k, v in extra.items()})
+    writes = [inst("1", "insert", target_file_size=1000, small_file_limit=800),
+              inst("2", "insert", target_file_size=2000, small_file_limit=0),
+              inst("3", "restore"),                                   # records no sizes
+              inst("4", "insert", state="inflight", target_file_size=9)]
+    assert written_with(writes) == {"target_file_size": "2000", "small_file_limit": "0"}
+    assert written_with(writes[2:]) == {}
