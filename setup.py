@@ -43,7 +43,8 @@ def _javac():
         raise SystemExit(
             "dbt-sized-spark: building the wheel compiles its Java helpers and needs a JDK 17+ "
             f"(javac; looked in {'$JAVA_HOME/bin' if home else 'the PATH'}). Install one "
-            "(Debian/Ubuntu: openjdk-17-jdk-headless) or install the published wheel, which "
+            "(Debian/Ubuntu: openjdk-17-jdk-headless), or install a wheel built with "
+            "`python -m build` on a host that has one: it ships the compiled Java helpers and "
             "needs only the Java runtime Spark needs.")
     return javac
 

@@ -1,7 +1,10 @@
 """File work through the Hadoop FileSystem of the Spark session.
 
-Everything the engine does to files goes through here, so a warehouse on HDFS, S3A or a
-`file://` URI works the same as a local directory. The one shortcut: `read_bytes` of an
+Everything the engine does to files goes through here, so a warehouse on HDFS or a
+`file://` URI works the same as a local directory. The commit protocol needs an atomic
+create-if-absent (the writer lock) and an atomic rename (publishing): local disk gives both
+and HDFS does by the Hadoop contract (untested here); S3A and other object stores give
+neither and are not supported (docs/storage.md). The one shortcut: `read_bytes` of an
 explicit `file:` URI (timeline instants, the lock) reads the local file directly, and
 `list_dir` of one lists it directly.
 """

@@ -24,6 +24,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 JAR = "python_adapter/io/sized-spark-helpers.jar"
+CONNECT_JAR = "python_adapter/io/sized-spark-connect.jar"  # the Spark Connect server's extension
 MODEL = """{{ config(materialized='table', partition_by=['day']) }}
 -- the host the driver bound to, as Spark substitutes it
 select id, date_add(date'2025-03-01', id % 3) as day, '${spark.driver.host}' as driver_host
@@ -75,6 +76,7 @@ def test_the_wheel_holds_the_license_the_macros_and_the_compiled_helpers(dist):
         info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
         metadata = wheel.read(f"{info}/METADATA").decode()
         jar = wheel.read(JAR)
+        connect_jar = wheel.read(CONNECT_JAR) if CONNECT_JAR in names else None
         license_text = wheel.read(f"{info}/licenses/LICENSE").decode()
     assert "License-Expression: Apache-2.0" in metadata
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
@@ -88,6 +90,16 @@ def test_the_wheel_holds_the_license_the_macros_and_the_compiled_helpers(dist):
     assert {"sizedspark/fs/NioLocalFileSystem.class", "sizedspark/fs/StagedFiles.class",
             "sizedspark/fs/PartitionRecords.class"} <= classes
     assert int.from_bytes(header[6:8], "big") == 61  # Java 17, what Spark 3.5 and 4 run on
+    # the build resolves build-system.requires' pyspark to 4.x, whose jars hold Spark Connect:
+    # the wheel ships the Connect server's extension (setup.py), the helpers in it too
+    assert CONNECT_JAR in names, f"{CONNECT_JAR} missing: was the build's pyspark 3.5?"
+    with zipfile.ZipFile(io.BytesIO(connect_jar)) as extension:
+        classes = set(extension.namelist())
+        header = extension.read("sizedspark/connect/SizedOps.class")[:8]
+    assert {"sizedspark/connect/SizedOps.class", "sizedspark/connect/FileOps.class",
+            "sizedspark/connect/CatalogOps.class", "sizedspark/connect/SessionOps.class",
+            "sizedspark/fs/NioLocalFileSystem.class"} <= classes
+    assert int.from_bytes(header[6:8], "big") == 61
 
 
 def test_the_sdist_holds_what_the_wheel_is_built_from(dist):
