@@ -140,6 +140,6 @@ def unlock_table(spark: SparkSession, table: TableRef, force: bool = False) -> s
     shown = describe_holder(holder, path) if holder else f"an unreadable lock; lock file {path}"
     if not force:
         return f"{table.quoted} is locked by {shown}. Add force: true to break the lock"
-    break_lock(fs, path)
+    ended = break_lock(fs, path)
     return (f"broke the writer lock of {table.quoted} ({shown}); the next write rolls back "
-            f"its unfinished work")
+            f"its unfinished work" + (f"; {ended}" if ended else ""))

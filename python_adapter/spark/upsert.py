@@ -37,6 +37,7 @@ from python_adapter.spark.small_batch import (files_to_top_up, small_estimate,
                                               stage_small_insert, write_one_task)
 from python_adapter.spark.staging import bytes_per_row, known_bytes_per_row, staged_entries
 from python_adapter.spark.table_files import read_files, with_file_values
+from python_adapter.table.faults import fault_point
 from python_adapter.table.timeline import FileEntry, pending_plan_files
 
 SEED = 4242
@@ -390,6 +391,7 @@ class Tagger:
         conf = shuffle_conf(self.spark, self.batch_bytes + sum(f.bytes for f in candidates))
         with session_conf(self.spark, conf):  # persist() plans the join at once
             tagged = self.tag(batch, [f.path for f in candidates]).persist()
+        fault_point("tagging")  # a writer killed while the server tags (tests over Connect)
         try:
             with session_conf(self.spark, conf):
                 return tagged, self.stats(tagged)

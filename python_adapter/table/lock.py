@@ -333,14 +333,15 @@ class WriterLock:
             self.fs.delete(self.path, recursive=False)
 
 
-def break_lock(fs: HadoopFS, path: str) -> dict:
-    """Delete a lock file whatever holds it (sized_unlock with force); returns the holder's
-    record ({} when there was no lock)."""
+def break_lock(fs: HadoopFS, path: str) -> Optional[str]:
+    """Delete a lock file whatever holds it (sized_unlock with force). Over Spark Connect
+    the holder's session is ended too, so its work stops: returns the line saying what was
+    stopped, or None."""
     holder = WriterLock(fs, path).read() if fs.exists(path) else {}
-    if fs.exists(path):
-        fs.delete(path, recursive=False)
-        fs.end_holder(holder)  # over Spark Connect: the holder's session's work stops
-    return holder
+    if not fs.exists(path):
+        return None
+    fs.delete(path, recursive=False)
+    return fs.end_holder(holder)
 
 
 def prune_set_aside(fs: HadoopFS, folder: str, now_ms: Optional[int] = None) -> int:

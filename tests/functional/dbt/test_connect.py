@@ -2,6 +2,7 @@
 cannot see the warehouse (tests/functional/dbt_connect.py), against a Connect server started
 by scripts/connect_server.sh with our extension. The scenarios are the session's own
 (test_dbt_project.py), run over Connect: the same assertions hold."""
+import os
 import re
 import shutil
 import subprocess
@@ -9,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.functional.dbt.test_dbt_project import (REPO, _dbt_steps, _plain,
+from tests.functional.dbt.test_dbt_project import (REPO, _dbt_log, _dbt_steps, _plain,
                                                    upsert_crash_recovery_and_clustering)
 from tests.functional.dbt_connect import connect_server, drop_schema
 from tests.functional.readers import duckdb_rows, polars_rows, pyarrow_rows
@@ -24,8 +25,9 @@ def _unshare_works():
         return False
 
 
+# CI runs these (as root); elsewhere a machine without `unshare -m` skips them
 pytestmark = pytest.mark.skipif(
-    not _unshare_works(), reason="needs `unshare -m` (root or CAP_SYS_ADMIN) to hide the "
+    not _unshare_works() and os.environ.get("CI") != "true", reason="needs `unshare -m` (root or CAP_SYS_ADMIN) to hide the "
                                  "warehouse and Java from the dbt client")
 
 
@@ -160,14 +162,16 @@ from (select explode(sequence(1, 20000)) as id)
 """
 
 
+@pytest.mark.parametrize("taken_over_by", ["the next run", "sized_unlock"])
 def test_a_dead_clients_job_still_running_on_the_server_is_stopped_before_recovery(
-        server, tmp_path):
+        server, tmp_path, taken_over_by):
     """A dbt client dies (kill -9) three seconds into an upsert whose Spark jobs take about
     half a minute: the server keeps running them, waiting for the client to reattach. The
-    next run takes over the dead client's lock, ends its Connect session (its operations
-    interrupted, its jobs cancelled and waited for) and only then rolls its instant back, so
-    nothing of the dead write lands afterwards: the table holds exactly the rows of the
-    last commit and the dead instant's staging directory stays gone."""
+    next run takes over the dead client's lock (or `sized_unlock` with force breaks it),
+    ends its Connect session (its operations interrupted, its jobs cancelled and waited
+    for) and only then is its instant rolled back, so nothing of the dead write lands
+    afterwards: the table holds exactly the rows of the last commit and the dead instant's
+    staging directory stays gone."""
     import time
 
     import duckdb
@@ -181,17 +185,23 @@ def test_a_dead_clients_job_still_running_on_the_server_is_stopped_before_recove
         ["!env", "SIZED_SPARK_FAULT", "requested"],
         ["!env", "SIZED_SPARK_FAULT_MODE", "exit_after:3"],
         ["run", "--select", "slow", "--vars", "{slow: true}"], dies=True)
-    (recovered,) = _dbt_steps(project, state, "connect", ["run", "--select", "slow"])
+    unlock = [["run-operation", "sized_unlock", "--args", "{relation: sized_it.slow, force: true}"]]
+    *unlocked, recovered = _dbt_steps(
+        project, state, "connect", *(unlock if taken_over_by == "sized_unlock" else []),
+        ["run", "--select", "slow"])
     assert first.returncode == 0, first.stdout[-3000:]
     assert died.returncode == 137, died.stdout[-3000:]
     assert recovered.returncode == 0, recovered.stdout[-4000:]
-    out = _plain(recovered.stdout)
-    assert "recovering stale writer lock" in out, out[-3000:]
+    out = _plain((unlocked[0] if unlocked else recovered).stdout)
+    if unlocked:
+        assert "broke the writer lock of `sized_it`.`slow`" in out, out[-3000:]
+    else:
+        assert "recovering stale writer lock" in out, out[-3000:]
     ended = re.search(r"ended the Spark Connect session \S+ of the former writer: (\d+) "
                       r"operation\(s\) interrupted, (\d+) job\(s\) cancelled", out)
     assert ended and int(ended.group(1)) + int(ended.group(2)) >= 1, out[-3000:]
     assert "job(s) still running" not in out
-    assert "rolling back unfinished commit" in out
+    assert "rolling back unfinished commit" in _plain(recovered.stdout)
     time.sleep(5)  # a dead job that were still running would have written by now
     table = state / "warehouse" / "sized_it.db" / "slow"
     rows = duckdb.sql(f"select count(*), count(distinct id) from "
@@ -305,3 +315,145 @@ def _as_text(rows):
     """Rows with each value as text, in a stable order: the readers type a partition value
     each their own way."""
     return sorted(tuple(None if v is None else str(v) for v in r) for r in rows)
+
+
+PLAIN_MODEL = """
+-- dbt-spark's own incremental (sized=false): three tasks write a file into each day
+{{ config(materialized='incremental', incremental_strategy='insert_overwrite',
+          partition_by=['day'], file_format='parquet', sized=false) }}
+select /*+ REPARTITION(3) */ id, date_add(date'2025-03-01', id % 4) as day,
+       sha2(cast(id as string), 256) as payload
+from (select explode(sequence(1, 3000)) as id)
+"""
+
+MERGED_MODEL = """
+-- batch 1: ids 1..2000, version 1; batch 2: each of ids %4, ids %10 and ids 2001..2400 sent
+-- twice (versions 2 and 3: the larger wins), ids %10 up to 2000 deleted
+{{ config(materialized='sized_incremental', partition_by=['day'], unique_key='id',
+          incremental_strategy='merge', target_file_size='16KB', delete_column='gone',
+          precombine_column='version') }}
+{% if var('batch') | int == 1 %}
+select id, date_add(date'2025-03-01', id % 4) as day, 1 as version, false as gone,
+       sha2(cast(id as string), 256) as payload
+from (select explode(sequence(1, 2000)) as id)
+{% else %}
+select id, date_add(date'2025-03-01', id % 4) as day, version,
+       id % 10 = 0 and id <= 2000 as gone, sha2(cast(id * version as string), 256) as payload
+from (select explode(sequence(1, 2400)) as id) lateral view explode(array(2, 3)) v as version
+where id % 4 = 0 or id % 10 = 0 or id > 2000
+{% endif %}
+"""
+
+
+def _merged_expected():
+    """{id: version} MERGED_MODEL holds after its two batches."""
+    rows = {i: 1 for i in range(1, 2001)}
+    for i in range(1, 2401):
+        if i % 10 == 0 and i <= 2000:
+            rows.pop(i)
+        elif i % 4 == 0 or i > 2000:
+            rows[i] = 3
+    return rows
+
+
+def _table_rows(path, columns):
+    """{first column: second} of a table's directory (or of one file), read by DuckDB."""
+    import duckdb
+    files = path if path.suffix == ".parquet" else f"{path}/**/*.parquet"
+    return dict(duckdb.sql(f"select {columns} from read_parquet('{files}', "
+                           f"hive_partitioning=true)").fetchall())
+
+
+def _metastore_statistics(url, table, partition):
+    """(table, partition) statistics as Spark reads them from the metastore through the
+    server: DESCRIBE's `<bytes> bytes, <rows> rows`."""
+    code = f"""
+from pyspark.sql import SparkSession
+s = SparkSession.builder.remote({url!r}).create()
+def stats(sql, key):
+    s.sql("REFRESH TABLE {table}")
+    return {{r[0]: r[1] for r in s.sql(sql).collect()}}[key]
+print(stats("DESCRIBE TABLE EXTENDED {table}", "Statistics"))
+print(stats("DESCRIBE TABLE EXTENDED {table} PARTITION ({partition})", "Partition Statistics"))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-2:]
+
+
+def _files_figures(directory):
+    """'<bytes> bytes' of the Parquet files under directory, as the metastore should say."""
+    return f"{sum(p.stat().st_size for p in directory.rglob('*.parquet'))} bytes"
+
+
+def test_deletes_precombine_adoption_and_the_services_over_connect(server, tmp_path):
+    """What the other scenarios leave out, over Connect: a dbt-spark table adopted by its
+    first compaction, a merge with deletes and precombine whose client dies (kill -9) while
+    the server tags its batch, `sized_unlock` (holder shown, then broken with force), the
+    recovery, the merge again, linear clustering undone by `sized_rollback`, a file deleted
+    behind the table's back refused and then recorded by `sized_repair`. After each: the
+    rows DuckDB reads, and the metastore statistics equal to the files and rows."""
+    url, state = server
+    drop_schema(url, "sized_it")
+    project = _project(tmp_path, "tests/functional/dbt_mini")
+    (project / "models" / "plain_days.sql").write_text(PLAIN_MODEL)
+    (project / "models" / "merged.sql").write_text(MERGED_MODEL)
+    base = state / "warehouse" / "sized_it.db"
+    plain, compacted, first, _, _, died = _dbt_steps(
+        project, state, "connect", ["run", "--select", "plain_days"],
+        ["run-operation", "sized_compact", "--args",
+         "{relation: sized_it.plain_days, target_file_size: 64KB}"],
+        ["run", "--select", "merged"],
+        ["!env", "SIZED_SPARK_FAULT", "tagging"],
+        ["!env", "SIZED_SPARK_FAULT_MODE", "exit_after:0.2"],
+        ["run", "--select", "merged", "--vars", "{batch: 2}"], dies=True)
+    assert plain.returncode == 0, plain.stdout[-3000:]
+    assert compacted.returncode == 0, compacted.stdout[-3000:]
+    assert re.search(r"adopting sized_it\.plain_days: \d+ files", _dbt_log(project))
+    assert len(list((base / "plain_days").rglob("*.parquet"))) == 4  # one a day, from 12
+    assert _table_rows(base / "plain_days", "id, day").keys() == set(range(1, 3001))
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert died.returncode == 137, died.stdout[-3000:]
+    assert _table_rows(base / "merged", "id, version") == {i: 1 for i in range(1, 2001)}
+
+    held, broken, recovered, merged, clustered, rolled_back = _dbt_steps(
+        project, state, "connect",
+        ["run-operation", "sized_unlock", "--args", "{relation: sized_it.merged}"],
+        ["run-operation", "sized_unlock", "--args", "{relation: sized_it.merged, force: true}"],
+        ["run-operation", "sized_recover", "--args", "{relation: sized_it.merged}"],
+        ["run", "--select", "merged", "--vars", "{batch: 2}"],
+        ["run-operation", "sized_cluster", "--args",
+         "{relation: sized_it.merged, cluster_by: [payload], strategy: linear}"],
+        ["run-operation", "sized_rollback", "--args", "{relation: sized_it.merged}"])
+    assert "`sized_it`.`merged` is locked by host" in held.stdout, held.stdout[-3000:]
+    assert "Add force: true to break the lock" in held.stdout
+    assert "broke the writer lock of `sized_it`.`merged`" in broken.stdout, broken.stdout[-3000:]
+    assert recovered.returncode == 0, recovered.stdout[-3000:]
+    assert "rolled back" in recovered.stdout, recovered.stdout[-3000:]
+    assert merged.returncode == 0, merged.stdout[-3000:]
+    assert "deleted" in _plain(merged.stdout)  # the status: new, updated, deleted
+    assert clustered.returncode == 0 and "plan(s)" in clustered.stdout, clustered.stdout[-3000:]
+    assert "Rolled back sized_it.merged to before commit" in rolled_back.stdout
+    expected = _merged_expected()
+    assert _table_rows(base / "merged", "id, version") == expected
+    day = base / "merged" / "day=2025-03-02"
+    in_day = sum(1 for i in expected if i % 4 == 1)
+    assert _metastore_statistics(url, "sized_it.merged", "day='2025-03-02'") == [
+        f"{_files_figures(base / 'merged')}, {len(expected)} rows",
+        f"{_files_figures(day)}, {in_day} rows"]
+
+    # a file deleted behind the table's back: the next merge is refused, the repair records it
+    gone = sorted(day.glob("*.parquet"))[0]
+    lost = _table_rows(gone, "id, version")
+    gone.unlink()
+    refused, repaired = _dbt_steps(
+        project, state, "connect", ["run", "--select", "merged", "--vars", "{batch: 2}"],
+        ["run-operation", "sized_repair", "--args", "{relation: sized_it.merged}"])
+    assert refused.returncode != 0 and "sized_repair" in refused.stdout, refused.stdout[-3000:]
+    assert repaired.returncode == 0, repaired.stdout[-3000:]
+    left = {i: v for i, v in expected.items() if i not in lost}
+    assert lost and _table_rows(base / "merged", "id, version") == left
+    assert _metastore_statistics(url, "sized_it.merged", "day='2025-03-02'") == [
+        f"{_files_figures(base / 'merged')}, {len(left)} rows",
+        f"{_files_figures(day)}, {in_day - len(lost)} rows"]
