@@ -168,6 +168,50 @@ def test_a_reader_during_recovery_sees_at_most_one_partition_half_moved(
     assert rows_of(spark, schema, "undoorder") == expected
 
 
+def test_a_reader_during_a_publish_sees_at_most_one_partition_half_moved(spark, schema, events):
+    """A publish moves partition by partition, the replaced files aside then the new ones
+    in: at any moment of its batch of renames a reader listing the table finds every other
+    partition either as before the write or as after it (setting every old file aside
+    before moving any new one in showed a reader most of the table's partitions empty)."""
+    table = TableRef(schema, "publishorder")
+    write_dataframe(spark, events(days=6), table, CFG, **QUIET)
+    _fs, location = _location(spark, schema, "publishorder")
+    table_dir = local_dir(location)
+    before = _files_by_partition(table_dir)
+    seen = []
+    faults.run_at("publish", lambda: seen.append(_files_by_partition(table_dir)))
+    try:
+        write_dataframe(spark, events(days=4, start="2025-01-04", id_offset=10**9, tag="v2"),
+                        table, CFG, **QUIET)
+    finally:
+        faults.run_at("publish", None)
+    after = _files_by_partition(table_dir)
+    changed = [p for p in set(before) | set(after) if before.get(p) != after.get(p)]
+    assert len(changed) >= 4 and len(seen) > len(changed)  # 3 replaced, 1 new
+    for listing in seen:
+        half = [p for p in set(before) | set(after) | set(listing)
+                if listing.get(p, set()) not in (before.get(p, set()), after.get(p, set()))]
+        assert len(half) <= 1, half
+
+
+def test_publish_moves_partition_by_partition_old_files_out_first():
+    """A publish's renames, from the inflight instant: per partition the replaced files
+    aside, then the new ones in; files recorded in place stay."""
+    from python_adapter.table.timeline import FileEntry, Instant
+
+    def entry(part, name, moved):
+        return FileEntry(partition=part, path=f"{part}/{name}", rows=1, bytes=1,
+                         moved_path=moved and f"{moved}/{part}/{name}")
+
+    inflight = Instant("1", "commit", "inflight", "upsert",
+                       added=(entry("d=2", "new", "st"), entry("d=1", "same", "st"),
+                              entry("d=1", "adopted", "")),
+                       removed=(entry("d=1", "same", "rp"), entry("d=2", "old", "rp")))
+    assert commit.publish_order(inflight, lambda rel: f"t/{rel}") == [
+        ("t/d=1/same", "rp/d=1/same"), ("st/d=1/same", "t/d=1/same"),
+        ("t/d=2/old", "rp/d=2/old"), ("st/d=2/new", "t/d=2/new")]
+
+
 def test_undo_moves_skip_what_is_done_and_free_a_name_before_reusing_it():
     """What a (repeated) recovery moves, from the instant and the paths that exist."""
     from python_adapter.table.timeline import FileEntry, Instant
