@@ -86,7 +86,8 @@ def _status(result: Dict[str, Any]) -> str:
         rows = _plural(changes["inserted"], "row")
     text = f"{rows}, {_plural(result['files_written'], 'file')}"
     where = f" in {_plural(result['partitions'], 'partition')}" if result["partitions"] else ""
-    return text + where if len(text + where) <= _STATUS_WIDTH else text
+    # the longest of these that fits; the rows alone (under 60 up to billions of each) last
+    return next((s for s in (text + where, text) if len(s) <= _STATUS_WIDTH), rows)
 
 
 def _response(result: Dict[str, Any]) -> SizedAdapterResponse:

@@ -60,3 +60,28 @@ def test_dbts_keys_other_packages_keys_and_ours_are_not_flagged():
     keys = [*dbt_keys, *(k.name for k in MODEL_KEYS),
             "elementary_timestamp_column", "external_location", "owner", "sla_hours"]
     assert unknown_key_error(keys, dbt_keys) is None
+
+
+def test_the_reference_shows_the_defaults_the_engine_applies():
+    """Each default the reference shows as a value (`'128MB'`, `exact`, `10`) is what
+    parse_config gives a model that leaves the key unset; those it describes in words
+    (100/128 of the target, with a `unique_key`) are checked against the rule."""
+    from python_adapter.core.sizes import parse_duration, parse_size
+
+    unset = config.parse_config({})
+    checked = set()
+    for key in MODEL_KEYS:
+        literal = re.fullmatch(r"`'?([^`']*)'?`", key.default)
+        if key.default == "none" and hasattr(unset, key.name):
+            assert getattr(unset, key.name) in (None, ()), key.name
+        elif literal and hasattr(unset, key.name):
+            parse = {"size": parse_size, "duration": parse_duration}.get(key.type, type(
+                getattr(unset, key.name)))
+            assert getattr(unset, key.name) == parse(literal.group(1)), key.name
+        else:
+            continue
+        checked.add(key.name)
+    assert {"target_file_size", "distribution", "lock_lease", "retain_commits",
+            "retain_hours", "cluster_every_n_commits", "file_count"} <= checked
+    assert unset.small_file_limit == unset.target_file_size * 100 // 128
+    assert config.parse_config({"unique_key": "id"}).incremental_strategy == "upsert"
