@@ -1,11 +1,12 @@
-"""Rows and key range of staged Parquet files from their footers, without a Spark job.
+"""What the engine reads of Parquet footers without a Spark job: rows and key range of
+staged files, and the answers of files' Bloom filters to a batch's keys.
 
 On an embedded session writing to local disk, the jar of fast_local_fs also holds
 `sizedspark.fs.StagedFiles`, which lists a staging directory and reads every footer in one
 call. Elsewhere (a cluster, HDFS, S3) `None` is returned and the caller reads the files with
 a Spark job, which spreads the footer reads over the executors.
 """
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from pyspark.sql import SparkSession
 
@@ -39,3 +40,27 @@ def staged_footers(spark: SparkSession, staging: str, key_col: Optional[str] = N
 def _rows(text):
     return [(uri, int(size), int(rows), kmin, kmax)
             for uri, size, rows, kmin, kmax in decode_fields(str(text), 5)]
+
+
+def bloom_probe_usable(spark: SparkSession) -> bool:
+    """Whether bloom_probe can run: over Connect in the server's extension, with a JVM here
+    where the jar of fast_local_fs is loaded (not a cluster's driver)."""
+    return is_connect(spark) or jar_loaded(spark.sparkContext._jvm)
+
+
+def bloom_probe(spark: SparkSession, keyed: Any, files: str, key: str) -> Optional[str]:
+    """`sizedspark.fs.BloomProbe`'s answer for `files` (encode_fields of path, group pairs)
+    probed with the (group, key) rows of `keyed`: a character per file, '0' ruled out, '1'
+    may hold, '2' cannot tell. The keys stay in the JVM (collected there, deduplicated);
+    None when the probe failed (e.g. a jar built against another Parquet: read them all)."""
+    if is_connect(spark):
+        try:
+            return str(call(spark, "plan.bloom_probe", on=keyed, files=files, key=key))
+        except RemoteError:
+            return None
+    keys = keyed._jdf.collectAsList()
+    try:
+        return str(spark.sparkContext._jvm.sizedspark.fs.BloomProbe.probe(
+            spark.sparkContext._jsc.hadoopConfiguration(), files, key, keys))
+    except Py4JJavaError:
+        return None

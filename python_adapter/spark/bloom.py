@@ -17,11 +17,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from python_adapter.io.connect_client import RemoteError, call, is_connect
-from python_adapter.io.jvm_errors import Py4JJavaError
 from python_adapter.core.config import SizedConfig
 from python_adapter.core.partitions import parse_partition_path
-from python_adapter.io.fast_local_fs import encode_fields, jar_loaded
+from python_adapter.io.fast_local_fs import encode_fields
+from python_adapter.io.footers import bloom_probe, bloom_probe_usable
 from python_adapter.spark.job import resolve_names
 from python_adapter.spark.local_table import local_table
 from python_adapter.table.timeline import FileEntry, Instant
@@ -79,7 +78,7 @@ class BloomIndex:
     def __init__(self, spark: SparkSession, location: str, key: str,
                  pcols: Sequence[str]) -> None:
         self.spark, self.location, self.key, self.pcols = spark, location.rstrip("/"), key, pcols
-        self.usable = is_connect(spark) or jar_loaded(spark.sparkContext._jvm)
+        self.usable = bloom_probe_usable(spark)
 
     def probe(self, batch: DataFrame, own: List[FileEntry], others: List[FileEntry]
               ) -> Optional[Tuple[str, str]]:
@@ -116,18 +115,5 @@ class BloomIndex:
     def _probe(self, keyed, files, groups) -> Optional[str]:
         text = encode_fields([v for f, g in zip(files, groups)
                               for v in (f"{self.location}/{f.path}", str(g))])
-        if is_connect(self.spark):  # the keys stay in the server, as below in the JVM
-            try:
-                answer = str(call(self.spark, "plan.bloom_probe", on=keyed, files=text,
-                                  key=self.key))
-            except RemoteError:
-                return None
-            return answer if len(answer) == len(files) else None
-        jvm = self.spark.sparkContext._jvm
-        keys = keyed._jdf.collectAsList()  # stays in the JVM, deduplicated there
-        try:
-            answer = str(jvm.sizedspark.fs.BloomProbe.probe(
-                self.spark.sparkContext._jsc.hadoopConfiguration(), text, self.key, keys))
-        except Py4JJavaError:  # e.g. a jar built against another Parquet: read them all
-            return None
-        return answer if len(answer) == len(files) else None
+        answer = bloom_probe(self.spark, keyed, text, self.key)
+        return answer if answer is not None and len(answer) == len(files) else None

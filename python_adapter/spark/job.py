@@ -2,15 +2,14 @@
 produced, and the result the dbt layer logs."""
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 from pyspark.sql import functions as F
 
-from python_adapter.io.connect_client import is_connect
-from python_adapter.io.session_info import plan_stats
+from python_adapter.io.session_info import plan_stats, select_exprs
 from python_adapter.core.config import SizedConfig
 from python_adapter.core.notice import Notice
 from python_adapter.core.sizes import format_count, format_duration, format_size
@@ -144,34 +143,6 @@ class WriteResult:
 def quoted(name: str) -> str:
     """A column name as Spark SQL text."""
     return "`" + name.replace("`", "``") + "`"
-
-
-def string_seq(spark: SparkSession, items: Sequence[str]) -> Any:
-    """A Scala Seq of strings built in one call into the JVM: py4j sends a Python list one
-    element per round trip. None when an item holds a newline (the separator), or over
-    Spark Connect (no JVM here: the list goes in the plan, no round trip per item)."""
-    if is_connect(spark) or any("\n" in item for item in items):
-        return None
-    jvm = spark.sparkContext._jvm
-    listed = jvm.java.util.regex.Pattern.compile("\n").splitAsStream("\n".join(items)) \
-        .collect(jvm.java.util.stream.Collectors.toList())
-    return jvm.PythonUtils.toSeq(listed)
-
-
-def select_exprs(df: DataFrame, exprs: Sequence[str]) -> DataFrame:
-    """df.selectExpr(*exprs), the expressions sent to the JVM in one call (py4j sends a list
-    one element per round trip)."""
-    seq = string_seq(df.sparkSession, exprs)
-    if seq is None or not exprs:
-        return df.selectExpr(*exprs)
-    return type(df)(df._jdf.selectExpr(seq), df.sparkSession)
-
-
-def sql_type(df: DataFrame, column: str) -> str:
-    """The SQL type of one of df's columns, as a CAST takes it."""
-    if is_connect(df.sparkSession):
-        return df.schema[column].dataType.simpleString()
-    return str(df._jdf.schema().apply(column).dataType().sql())
 
 
 def select_names(df: DataFrame, names: Sequence[str]) -> DataFrame:

@@ -5,8 +5,7 @@ from typing import Any, Dict, Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
-from python_adapter.io.connect_client import is_connect
-from python_adapter.io.session_info import conf_bytes
+from python_adapter.io.session_info import conf_bytes, session_copy
 from python_adapter.spark.catalog import TableRef, drop_cached_relation
 
 
@@ -81,8 +80,9 @@ def own_session(spark: SparkSession, schema: str, table: str) -> Iterator[SparkS
     session_conf as each block ends, and what raise_on_own_session raised once the last
     write on the session ends; they change speed, not results (session_conf), so a model
     running beside a write on another dbt thread at most runs with its settings."""
-    shared = is_connect(spark)
-    own = spark if shared else _copy(spark)
+    copy = session_copy(spark)
+    shared = copy is None
+    own = spark if shared else copy
     with _lock:  # a copy is dropped after the write: nothing to put back on it
         _own.setdefault(id(own), [0, {} if shared else None])[0] += 1
     try:
@@ -122,7 +122,3 @@ def _release(own: SparkSession) -> None:
                 own.conf.unset(key)
             else:
                 own.conf.set(key, before)
-
-
-def _copy(spark: SparkSession) -> SparkSession:
-    return type(spark)(spark.sparkContext, spark._jsparkSession.cloneSession())

@@ -14,7 +14,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.spark.job import select_names, string_seq
+from python_adapter.io.session_info import read_parquet
+from python_adapter.spark.job import select_names
 from python_adapter.spark.local_table import local_table
 from python_adapter.core.partitions import parse_partition_path
 from python_adapter.spark.session_conf import raise_on_own_session, session_conf
@@ -40,26 +41,15 @@ def read_files(spark: SparkSession, location: str, schema: Optional[T.StructType
         reader = reader.schema(schema)
     paths = [f"{base}/{rel}" for rel in rel_paths]
     if base.split(":", 1)[0].lower() not in _CHEAP_STATUS_SCHEMES:
-        return _parquet(spark, reader, paths)
+        return read_parquet(spark, reader, paths)
     # The setting must hold whenever the plan is analyzed: over Spark Connect that is at
     # each action, not here (a parallel listing job costs ~0.5 s an action), so on a write's
     # own session it stays for the write's life; on any other it is set for this call,
     # where the embedded session builds the file index.
     if raise_on_own_session(spark, _DISCOVERY, len(paths) + 1):
-        return _parquet(spark, reader, paths)
+        return read_parquet(spark, reader, paths)
     with session_conf(spark, {_DISCOVERY: max(len(paths) + 1, 32)}):
-        return _parquet(spark, reader, paths)
-
-
-def _parquet(spark: SparkSession, reader, paths: Sequence[str]) -> DataFrame:
-    """reader.parquet(*paths), the paths sent to the JVM as one string split there: py4j
-    sends a Python list one element per round trip (~0.07 ms each: 0.2 s for the 3,000
-    files of a compaction). Paths holding a newline (legal, but no writer of ours makes
-    one) go as a list."""
-    seq = string_seq(spark, paths)
-    if seq is None:
-        return reader.parquet(*paths)
-    return reader._df(reader._jreader.parquet(seq))
+        return read_parquet(spark, reader, paths)
 
 
 def rows_per_file(spark: SparkSession, location: str, rel_paths: Sequence[str]) -> Dict[str, int]:

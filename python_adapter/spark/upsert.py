@@ -26,8 +26,8 @@ from python_adapter.errors import ConfigError
 from python_adapter.spark.bloom import BloomIndex, bloom_key, write_options
 from python_adapter.spark.constraints import check_null_counts, null_counts
 from python_adapter.spark.job import (RowChanges, Staged, WriteJob, cache_batch, delete_flag,
-                                      quoted, resolve_names, select_exprs, select_names,
-                                      sql_type, worth_caching)
+                                      quoted, resolve_names, select_names, worth_caching)
+from python_adapter.io.session_info import select_exprs, sql_type
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
 from python_adapter.spark.slot_write import (FIRST_ROW, SLOT, SlotWrite, broadcast_limit,

@@ -5,7 +5,6 @@ written, naming its format and the way out; a crash while adopting loses nothing
 import os
 
 import pytest
-from pyspark.sql import functions as F
 
 from python_adapter.core.config import parse_config
 from python_adapter.errors import WriteError
