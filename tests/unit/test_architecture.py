@@ -143,3 +143,17 @@ def _without_hints(tree):
 def test_public_functions_have_type_hints(name, path):
     missing = _without_hints(ast.parse(path.read_text()))
     assert not missing, f"{name}: public functions without type hints: {missing}"
+
+
+# the factories that pick the session or the Connect implementation of an interface
+PICKS_AN_IMPLEMENTATION = {"python_adapter.spark.catalog"}
+
+
+@pytest.mark.parametrize("name, path", [m for m in _modules()
+                                        if _layer(m[0]) in ("core", "table", "spark", "report",
+                                                            "api")])
+def test_above_io_no_module_asks_which_kind_of_session_it_holds(name, path):
+    """`method: session` or `connect` is io/'s business (docs/design.md, "Spark Connect"):
+    the engine above it runs the same code on both."""
+    asks = [m for m, names in _imports(path) if "is_connect" in names]
+    assert not asks or name in PICKS_AN_IMPLEMENTATION, f"{name} imports is_connect"
