@@ -3,6 +3,7 @@
 table of many columns, ours beside dbt-spark's SQL.
 
     python benchmarks/wide.py [--columns 2000] [--rows 50] [--days 5] [--runs 1]
+                              [--source table|query] [--constraint-propagation]
                               [--out benchmarks/out] [--verbose]
 
 The source is a Parquet table of `--rows` rows and `--columns` columns: `id`, a `day`
@@ -16,6 +17,14 @@ string, date, timestamp, decimal, boolean), written once, untimed. Per run, in t
                       source (dbt-spark's table materialization)
   dbt-spark overwrite INSERT OVERWRITE TABLE ... PARTITION (day) SELECT * FROM source with
                       partitionOverwriteMode=dynamic (its incremental insert_overwrite)
+
+With `--source query` there is no source table: each write runs the query that computes
+those columns from the ids, every other column of a type repeating one expression, as a
+dbt model's SQL does (ours through `write_model`,
+the dbt layer's call; dbt-spark's CTAS and INSERT OVERWRITE of the same query). Spark's
+constraint propagation over a query of thousands of aliases is what a wide model's write
+cost (issue 46); the engine turns it off for wide models, and `--constraint-propagation`
+keeps it on, as before, in this process only.
 
 Prints wall seconds side by side and the engine's phase lines of the last run (the time
 each line came after the one before it); writes <out>/wide.md. Timings on a shared machine
@@ -39,7 +48,8 @@ from benchmarks.lib.report import (command_line, engine_state, finish_run,  # no
                                    run_benchmark, say, start_run)
 from benchmarks.lib.session import start_spark  # noqa: E402
 from benchmarks.lib.tables import dynamic_overwrite, save_table  # noqa: E402
-from python_adapter.api import TableRef, parse_config, write_dataframe  # noqa: E402
+from python_adapter.api import (TableRef, parse_config, write_dataframe,  # noqa: E402
+                                write_model)
 
 SOURCE = f"{SCHEMA}.wide_source"
 OURS, PLAIN = "wide_ours", "wide_dbt_spark"
@@ -65,6 +75,10 @@ def parse_args(argv):
     ap.add_argument("--rows", type=int, default=50, help="rows written (50)")
     ap.add_argument("--days", type=int, default=5, help="partitions the rows fall in (5)")
     ap.add_argument("--runs", type=int, default=1, help="runs of each write (1)")
+    ap.add_argument("--source", choices=("table", "query"), default="table",
+                    help="write from a Parquet table (default) or from a model's query")
+    ap.add_argument("--constraint-propagation", action="store_true",
+                    help="keep Spark's constraint propagation on for wide models (before)")
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--out", default=DEFAULT_OUT)
     ap.add_argument("--keep", action="store_true")
@@ -75,19 +89,36 @@ def parse_args(argv):
     return args
 
 
-def source_columns(columns, days):
-    """The source's SQL expressions: id, the columns of mixed types, day."""
+def source_columns(columns, days, repeated=False):
+    """The source's SQL expressions: id, the columns of mixed types, day. repeated: every
+    other column of a type the same expression (as a model's defaulted or derived columns
+    repeat one), which is what made Spark's constraint propagation blow up."""
     out = ["id"]
     for i in range(1, columns - 1):
         sql_type, value = TYPES[i % len(TYPES)]
-        out.append(f"cast({value.format(i=i)} as {sql_type}) as c{i}")
+        same = repeated and i % 2 == 0
+        out.append(f"cast({value.format(i=1 if same else i)} as {sql_type}) as c{i}")
     out.append(f"date_add(date'2025-01-01', cast(id % {days} as int)) as day")
     return out
 
 
+def source_query(args):
+    """The model's SQL: the columns computed from ids 0..rows-1, made by explode."""
+    return (f"SELECT {', '.join(source_columns(args.columns, args.days, repeated=True))} "
+            f"FROM (SELECT explode(sequence(0, {args.rows - 1})) AS id)")
+
+
 def write_source(spark, args):
-    df = spark.range(args.rows).selectExpr(*source_columns(args.columns, args.days))
-    save_table(spark, df.coalesce(1), SOURCE)
+    """The source table (with --source query, none: each write runs the query)."""
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
+    if args.source == "table":
+        df = spark.range(args.rows).selectExpr(*source_columns(args.columns, args.days))
+        save_table(spark, df.coalesce(1), SOURCE)
+
+
+def source_sql(args):
+    """What the plain writes select from: the table, or the model's query."""
+    return SOURCE if args.source == "table" else f"({source_query(args)})"
 
 
 class PhaseLog:
@@ -130,34 +161,39 @@ class Clock:
         return wall, None if c0 is None or c1 is None else c1 - c0
 
 
-def ours(spark, cfg, log, full_refresh):
+def ours(spark, args, cfg, log, full_refresh):
     log.start()
-    write_dataframe(spark, spark.table(SOURCE), TableRef(SCHEMA, OURS), cfg,
+    if args.source == "table":
+        write_dataframe(spark, spark.table(SOURCE), TableRef(SCHEMA, OURS), cfg,
+                        full_refresh=full_refresh, log=log)
+    else:
+        write_model(spark, TableRef(SCHEMA, OURS), source_query(args), cfg,
                     full_refresh=full_refresh, log=log)
 
 
-def plain_build(spark):
+def plain_build(spark, args):
     """dbt-spark's table materialization on parquet."""
     spark.sql(f"DROP TABLE IF EXISTS {SCHEMA}.{PLAIN}")
     spark.sql(f"CREATE TABLE {SCHEMA}.{PLAIN} USING parquet PARTITIONED BY (day) AS "
-              f"SELECT * FROM {SOURCE}")
+              f"SELECT * FROM {source_sql(args)}")
 
 
-def plain_overwrite(spark):
+def plain_overwrite(spark, args):
     """dbt-spark's incremental insert_overwrite on parquet (dynamic partitions)."""
     with dynamic_overwrite(spark):
         spark.sql(f"INSERT OVERWRITE TABLE {SCHEMA}.{PLAIN} PARTITION (day) "
-                  f"SELECT * FROM {SOURCE}")
+                  f"SELECT * FROM {source_sql(args)}")
 
 
 def check_rows(spark, args):
     """Both tables hold exactly the source's rows (collected and compared in the driver: a
     set operation over thousands of columns overflows the stack of Spark's analyzer)."""
-    want = sorted(tuple(r) for r in spark.table(SOURCE).collect())
+    source = spark.table(SOURCE) if args.source == "table" else spark.sql(source_query(args))
+    want = sorted(tuple(r) for r in source.collect())
     for name in (OURS, PLAIN):
         spark.catalog.refreshTable(f"{SCHEMA}.{name}")
         got = sorted(tuple(r) for r in spark.table(f"{SCHEMA}.{name}")
-                     .select(*spark.table(SOURCE).columns).collect())
+                     .select(*source.columns).collect())
         if got != want:
             raise RuntimeError(f"{name}: {len(got)} rows, not the source's {len(want)} rows")
 
@@ -172,6 +208,9 @@ class Wide:
 
 
 def run(args):
+    if args.constraint_propagation:  # the engine as it was: this process only
+        from python_adapter.spark import session_conf
+        session_conf.WIDE_COLUMNS = float("inf")
     work = start_run(args.out, "wide-")
     version = engine_state()
     spark = start_spark(work.tmp, args.driver_memory, app_name="sized-wide-benchmark")
@@ -184,10 +223,10 @@ def run(args):
         write_source(spark, args)
         for i in range(args.runs):
             for side, write, fn in (
-                    ("ours", BUILD, lambda: ours(spark, cfg, log, True)),
-                    ("ours", UPSERT, lambda: ours(spark, cfg, log, False)),
-                    ("dbt-spark", BUILD, lambda: plain_build(spark)),
-                    ("dbt-spark", UPSERT, lambda: plain_overwrite(spark))):
+                    ("ours", BUILD, lambda: ours(spark, args, cfg, log, True)),
+                    ("ours", UPSERT, lambda: ours(spark, args, cfg, log, False)),
+                    ("dbt-spark", BUILD, lambda: plain_build(spark, args)),
+                    ("dbt-spark", UPSERT, lambda: plain_overwrite(spark, args))):
                 say(f"run {i + 1}/{args.runs}: {side} {write} ...")
                 wall, cpu = clock.timed(fn)
                 seconds.setdefault((side, write), []).append((wall, cpu))
@@ -229,7 +268,8 @@ def report(args, res, argv):
              "JVM CPU: the driver JVM's user + system seconds (local mode: the tasks' too)",
              "local[2] on a shared machine: indications, not results", res.version]
     title = (f"Wide table: {args.rows} rows of {args.columns:,} columns in {args.days} "
-             f"partitions")
+             f"partitions, from " + ("a table" if args.source == "table" else "a model's query")
+             + (", constraint propagation kept on" if args.constraint_propagation else ""))
     print_section(title, head, body, notes)
     phase_md = []
     for write, lines in res.phases.items():

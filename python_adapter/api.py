@@ -30,7 +30,7 @@ from python_adapter.spark.locking import unlock_table
 from python_adapter.spark.repair import RepairResult, repair_table
 from python_adapter.spark.restore import restore_table
 from python_adapter.spark.rollback import recover_table, rollback_last_commit
-from python_adapter.spark.session_conf import own_session
+from python_adapter.spark.session_conf import own_session, session_conf, wide_plan_conf
 from python_adapter.spark.table_files import unreadable_file
 from python_adapter.spark.writer import write_dataframe
 from python_adapter.table import settle
@@ -72,8 +72,10 @@ def write_model(spark: SparkSession, table: TableRef, sql: str, cfg: SizedConfig
     """Run a model's SQL and write its rows into `table` as its config (parse_config of
     the model's dbt config) says; clusters inline when `cluster_every_n_commits` is due."""
     with own_session(spark, table.schema, table.identifier) as session:
-        result = write_dataframe(session, session.sql(sql), table, cfg,
-                                 full_refresh=full_refresh, log=log)
+        df = session.sql(sql)
+        with session_conf(session, wide_plan_conf(len(df.columns))):
+            result = write_dataframe(session, df, table, cfg, full_refresh=full_refresh,
+                                     log=log)
     if settle.backgrounded():  # a query meanwhile may cache the relation with the old figures
         settle.submit(f"relation {table.quoted}", lambda: drop_cached_relation(spark, table))
     return result

@@ -62,6 +62,23 @@ def shuffle_conf(spark: SparkSession, nbytes: int) -> Dict[str, Any]:
     return settings
 
 
+# Columns from which a model's query counts as wide: Spark's constraint propagation
+# (InferFiltersFromConstraints) grows faster than the square of a plan's aliases, and the
+# write's joins and filters over a model of computed columns made it the whole cost: a
+# 50-row full build of 1,000 such columns took 168 s with it, 35 s without; of 2,000, over
+# 16 minutes in the optimizer, 49 s without (issue 46). Below this, the filters it infers
+# (pushed through a model's joins, partition pruning) are worth keeping.
+WIDE_COLUMNS = 500
+
+
+def wide_plan_conf(columns: int) -> Dict[str, Any]:
+    """Settings for the queries of a write of a model with `columns` columns: constraint
+    propagation off when the model is wide. It infers filters only, so results are the same."""
+    if columns < WIDE_COLUMNS:
+        return {}
+    return {"spark.sql.constraintPropagation.enabled": "false"}
+
+
 @contextmanager
 def own_session(spark: SparkSession, schema: str, table: str) -> Iterator[SparkSession]:
     """The session one model's write to schema.table runs on. With a JVM here: a copy of the
