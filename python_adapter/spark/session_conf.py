@@ -63,11 +63,12 @@ def shuffle_conf(spark: SparkSession, nbytes: int) -> Dict[str, Any]:
 
 
 # Columns from which a model's query counts as wide: Spark's constraint propagation
-# (InferFiltersFromConstraints) grows faster than the square of a plan's aliases, and the
-# write's joins and filters over a model of computed columns made it the whole cost: a
-# 50-row full build of 1,000 such columns took 168 s with it, 35 s without; of 2,000, over
-# 16 minutes in the optimizer, 49 s without (issue 46). Below this, the filters it infers
-# (pushed through a model's joins, partition pruning) are worth keeping.
+# (InferFiltersFromConstraints) infers equalities between aliases of the same expression and
+# grows faster than their square; over a model whose columns repeat expressions the write's
+# joins and filters made it the whole cost: a 50-row full build of 1,000 such columns took
+# 95 s with it, 14 s without; of 2,000, over 16 minutes in the optimizer, 19 s without
+# (benchmarks/wide.py --source query, issue 46). Below this, the filters it infers (pushed
+# through a model's joins, partition pruning) are worth keeping.
 WIDE_COLUMNS = 500
 
 
