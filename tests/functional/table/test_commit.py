@@ -194,19 +194,23 @@ def test_a_reader_during_a_publish_sees_at_most_one_partition_half_moved(spark, 
         assert len(half) <= 1, half
 
 
+def _moved(part, name, moved):
+    """A file of partition `part` recorded as moved from / to the directory `moved` ('' in
+    place)."""
+    from python_adapter.table.timeline import FileEntry
+    return FileEntry(partition=part, path=f"{part}/{name}", rows=1, bytes=1,
+                     moved_path=moved and f"{moved}/{part}/{name}")
+
+
 def test_publish_moves_partition_by_partition_old_files_out_first():
     """A publish's renames, from the inflight instant: per partition the replaced files
     aside, then the new ones in; files recorded in place stay."""
-    from python_adapter.table.timeline import FileEntry, Instant
-
-    def entry(part, name, moved):
-        return FileEntry(partition=part, path=f"{part}/{name}", rows=1, bytes=1,
-                         moved_path=moved and f"{moved}/{part}/{name}")
+    from python_adapter.table.timeline import Instant
 
     inflight = Instant("1", "commit", "inflight", "upsert",
-                       added=(entry("d=2", "new", "st"), entry("d=1", "same", "st"),
-                              entry("d=1", "adopted", "")),
-                       removed=(entry("d=1", "same", "rp"), entry("d=2", "old", "rp")))
+                       added=(_moved("d=2", "new", "st"), _moved("d=1", "same", "st"),
+                              _moved("d=1", "adopted", "")),
+                       removed=(_moved("d=1", "same", "rp"), _moved("d=2", "old", "rp")))
     assert commit.publish_order(inflight, lambda rel: f"t/{rel}") == [
         ("t/d=1/same", "rp/d=1/same"), ("st/d=1/same", "t/d=1/same"),
         ("t/d=2/old", "rp/d=2/old"), ("st/d=2/new", "t/d=2/new")]
@@ -214,16 +218,12 @@ def test_publish_moves_partition_by_partition_old_files_out_first():
 
 def test_undo_moves_skip_what_is_done_and_free_a_name_before_reusing_it():
     """What a (repeated) recovery moves, from the instant and the paths that exist."""
-    from python_adapter.table.timeline import FileEntry, Instant
-
-    def entry(part, name, moved):
-        return FileEntry(partition=part, path=f"{part}/{name}", rows=1, bytes=1,
-                         moved_path=moved and f"{moved}/{part}/{name}")
+    from python_adapter.table.timeline import Instant
 
     instant = Instant("1", "commit", "inflight", "upsert",
-                      added=(entry("d=2", "new", "st"), entry("d=1", "same", "st"),
-                             entry("d=1", "repaired", "")),
-                      removed=(entry("d=1", "same", "rp"), entry("d=1", "old", "rp")))
+                      added=(_moved("d=2", "new", "st"), _moved("d=1", "same", "st"),
+                             _moved("d=1", "repaired", "")),
+                      removed=(_moved("d=1", "same", "rp"), _moved("d=1", "old", "rp")))
     order = commit.undo_order(instant, lambda rel: f"t/{rel}")
     assert order == [("t/d=1/same", "st/d=1/same"), ("rp/d=1/same", "t/d=1/same"),
                      ("rp/d=1/old", "t/d=1/old"), ("t/d=2/new", "st/d=2/new")]
