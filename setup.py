@@ -91,7 +91,8 @@ class BuildPyWithJar(build_py):
 setup(
     packages=find_namespace_packages(include=["dbt", "dbt.*", "python_adapter", "python_adapter.*"],
                                      exclude=["python_adapter.io.java*"]),
-    package_data={"dbt.include.sized_spark": ["dbt_project.yml", *macro_files()],
+    package_data={"dbt.include.sized_spark": ["dbt_project.yml", "profile_template.yml",
+                                            *macro_files()],
                   "python_adapter.io": ["log4j2.properties"]},
     include_package_data=False,
     cmdclass={"build_py": BuildPyWithJar},

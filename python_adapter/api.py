@@ -8,18 +8,29 @@ as such.
 import functools
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from python_adapter.core.config import STRATEGIES, SizedConfig, parse_config
 from python_adapter.core.config_keys import unknown_key_error
 from python_adapter.core.notice import Notice
+from python_adapter.core.sizes import count_of
 from python_adapter.core.layout import (LAYOUT_COLUMNS, Layout, file_columns, file_rows,
                                         layout_limits_text, layout_problems, layout_rows)
-from python_adapter.errors import UnreadableFileError
+from python_adapter.errors import (ConnectionLostError, FilesystemError, SizedError,
+                                   UnreadableFileError, UnreadableInstantError)
+from python_adapter.io.fs import filesystem_refusal
+from python_adapter.io.connect_client import lost_server
 # the embedded session's local filesystem, which the connection sets up before Spark starts
 from python_adapter.io.fast_local_fs import FS_CLASS, embedded_confs
-from python_adapter.io.jvm_startup import class_archive_confs
+# the driver JVM's class archive: mapped at the start, written by a warm-up after the exit
+from python_adapter.io.jvm_startup import class_archive, warm_up_at_exit
 from python_adapter.io.spark_logging import quiet_logging_confs
+# `dbt debug`'s checks, and Spark Connect sessions bounded by connect_timeout / connect_retries
+from python_adapter.core.checks import Check, ConnectBound
+from python_adapter.io.checks import (check_extension, check_helper_jar, check_java,
+                                      check_metastore, check_warehouse)
+from python_adapter.io.connect_retries import (connect_session, is_closed, server_gone,
+                                               unanswered_message)
 from python_adapter.report import write_report
 from python_adapter.spark.catalog import TableRef, drop_cached_relation
 from python_adapter.spark.clean import CleanResult, clean_table
@@ -27,6 +38,7 @@ from python_adapter.spark.cluster_exec import ClusterResult, run_clustering, run
 from python_adapter.spark.describe import TIMELINE_COLUMNS, read_layout, timeline_rows
 from python_adapter.spark.job import WriteResult
 from python_adapter.spark.locking import unlock_table
+from python_adapter.spark.python_model import PythonModel, model_dataframe, worker_errors
 from python_adapter.spark.repair import RepairResult, repair_table
 from python_adapter.spark.restore import restore_table
 from python_adapter.spark.rollback import recover_table, rollback_last_commit
@@ -37,33 +49,77 @@ from python_adapter.table import settle
 # a dbt command's writes settle (statistics, cleanup) while its next model runs
 from python_adapter.table.settle import in_background as settle_in_background
 from python_adapter.table.settle import wait as wait_for_settling
+from python_adapter.table.timeline import (forget_unfinished_in_this_thread,
+                                           unfinished_in_this_thread)
 
 __all__ = ["TableRef", "SizedConfig", "parse_config", "unknown_key_error", "Notice", "write_model", "write_dataframe",
+           "write_python", "PythonModel",
            "layout", "layout_rows", "layout_limits_text", "file_rows", "file_columns", "layout_problems",
            "LAYOUT_COLUMNS", "timeline", "TIMELINE_COLUMNS", "rollback", "restore", "clean",
            "CleanResult", "recover", "repair", "unlock",
            "cluster", "compact", "report", "WriteResult", "ClusterResult", "RepairResult", "Layout",
-           "STRATEGIES", "FS_CLASS", "embedded_confs", "quiet_logging_confs",
-           "class_archive_confs", "settle_in_background", "wait_for_settling"]
+           "STRATEGIES", "FS_CLASS", "embedded_confs", "quiet_logging_confs", "count_of",
+           "class_archive", "warm_up_at_exit", "settle_in_background", "wait_for_settling",
+           "Check", "ConnectBound", "check_extension", "check_helper_jar", "check_java",
+           "check_metastore", "check_warehouse", "connect_session", "is_closed", "server_gone", "unanswered_message"]
 
 
 def _names_unreadable_files(fn):
-    """A Spark read that failed on one of the table's files is reported as that file, with
-    the way out, instead of a py4j trace."""
+    """The one translation of what fails below into the user's error, instead of a py4j or
+    Java trace (docs/runbook.md): a Spark Connect server gone (io/connect_retries.py), a
+    filesystem that refused a step (read-only, full, permission: io/fs.filesystem_refusal),
+    a table file Spark cannot read, an unreadable timeline file (named with the table).
+    Each says what happened to the table (nothing lost; the unfinished commit this run left,
+    if any, and what rolls it back) and the way on."""
     @functools.wraps(fn)
     def call(spark, table, *args, **kwargs):
+        forget_unfinished_in_this_thread()
         try:
             return fn(spark, table, *args, **kwargs)
+        except UnreadableInstantError as exc:
+            raise exc.of(f"{table.schema}.{table.identifier}") from None
+        except SizedError:
+            raise
         except Exception as exc:
-            path = unreadable_file(exc)
-            if path is None:
-                raise
-            raise UnreadableFileError(
-                f"cannot read {path}: the file is damaged or is not Parquet, so nothing was "
-                f"written. Put back a good copy, or record the table without it: dbt "
-                f"run-operation sized_repair --args '{{relation: {table.schema}."
-                f"{table.identifier}}}'") from None
+            mine = _users_error(spark, table, exc)
+            if mine is None:
+                raise  # a bug: surfaces as one
+            raise mine from None
     return call
+
+
+def _users_error(spark: SparkSession, table: TableRef, exc: Exception) -> Optional[SizedError]:
+    """_names_unreadable_files' error for `exc`; None when it is none of its kinds."""
+    name = f"{table.schema}.{table.identifier}"
+    gone = lost_server(spark, exc)
+    if gone is not None:
+        return ConnectionLostError(f"{gone}. {_left_behind(name, 'once the server is back')}")
+    refused = filesystem_refusal(exc)
+    if refused is not None:
+        where = refused.path or f"the files of {name}"
+        return FilesystemError(f"cannot write {where}: {refused.cause}. "
+                               f"{_left_behind(name, f'once {refused.remedy}')}")
+    path = unreadable_file(exc)
+    if path is not None:
+        return UnreadableFileError(
+            f"cannot read {path}: the file is damaged or is not Parquet, so nothing was "
+            f"written. Put back a good copy, or record the table without it: dbt "
+            f"run-operation sized_repair --args '{{relation: {name}}}'")
+    return None
+
+
+def _left_behind(name: str, when: str) -> str:
+    """What a stopped run left of table `name`: nothing lost, and the unfinished commit it
+    requested (if any) and what rolls it back."""
+    recover = f"dbt run-operation sized_recover --args '{{relation: {name}}}'"
+    unfinished = [ident for _location, ident in unfinished_in_this_thread()]
+    if not unfinished:
+        return (f"Nothing was lost: {name} holds the rows of its last completed commit; run "
+                f"again {when}")
+    return (f"Nothing was lost: {name} holds the unfinished commit {', '.join(unfinished)} of "
+            f"this run, which the next run rolls back before it writes (or {recover}, "
+            f"{when}), so the table holds exactly the rows of its last completed commit; "
+            f"until then, readers listing its files may see that commit half published")
 
 
 @_names_unreadable_files
@@ -71,8 +127,26 @@ def write_model(spark: SparkSession, table: TableRef, sql: str, cfg: SizedConfig
                 full_refresh: bool = False, log: Callable[[str], None] = print) -> WriteResult:
     """Run a model's SQL and write its rows into `table` as its config (parse_config of
     the model's dbt config) says; clusters inline when `cluster_every_n_commits` is due."""
+    return _write_rows(spark, table, lambda session: session.sql(sql), cfg, full_refresh, log)
+
+
+@_names_unreadable_files
+def write_python(spark: SparkSession, table: TableRef, model: PythonModel, cfg: SizedConfig,
+                 full_refresh: bool = False, log: Callable[[str], None] = print) -> WriteResult:
+    """Run a dbt Python model's `model(dbt, session)` on the write's session and write the
+    DataFrame it returns as write_model writes a SQL model's rows. The model's own failure
+    is a PythonModelError with its traceback, raised before anything is written."""
+    with worker_errors(model):
+        return _write_rows(spark, table, lambda session: model_dataframe(session, model), cfg,
+                           full_refresh, log)
+
+
+def _write_rows(spark: SparkSession, table: TableRef, rows: Callable[[SparkSession], DataFrame],
+                cfg: SizedConfig, full_refresh: bool, log: Callable[[str], None]) -> WriteResult:
+    """The write of write_model and write_python: `rows` makes the model's DataFrame on the
+    write's own session."""
     with own_session(spark, table.schema, table.identifier) as session:
-        df = session.sql(sql)
+        df = rows(session)
         with session_conf(session, wide_plan_conf(len(df.columns))):
             result = write_dataframe(session, df, table, cfg, full_refresh=full_refresh,
                                      log=log)
@@ -92,12 +166,14 @@ def timeline(spark: SparkSession, table: TableRef) -> List[list]:
     return timeline_rows(spark, table)
 
 
+@_names_unreadable_files
 def rollback(spark: SparkSession, table: TableRef, log: Callable[[str], None] = print) -> str:
     """Restore the table to its state before its last completed commit; returns that
     commit's instant."""
     return rollback_last_commit(spark, table, log=log)
 
 
+@_names_unreadable_files
 def restore(spark: SparkSession, table: TableRef, instant: str,
             log: Callable[[str], None] = print) -> str:
     """Bring the table back to its state right after a retained completed instant, as a
@@ -105,6 +181,7 @@ def restore(spark: SparkSession, table: TableRef, instant: str,
     return restore_table(spark, table, instant, log=log)
 
 
+@_names_unreadable_files
 def clean(spark: SparkSession, table: TableRef, options: Optional[Dict[str, Any]] = None,
           log: Callable[[str], None] = print) -> CleanResult:
     """Delete set-aside files past retention, archive old instants, remove leftovers.
@@ -113,6 +190,7 @@ def clean(spark: SparkSession, table: TableRef, options: Optional[Dict[str, Any]
     return clean_table(spark, table, given, log=log)
 
 
+@_names_unreadable_files
 def recover(spark: SparkSession, table: TableRef, log: Callable[[str], None] = print) -> list:
     """Roll back the unfinished instants of a crashed write now; returns them."""
     return recover_table(spark, table, log=log)

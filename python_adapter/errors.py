@@ -28,6 +28,20 @@ class UnreadableFileError(WriteError):
     """Spark cannot read one of the table's files."""
 
 
+class PythonModelError(WriteError):
+    """A Python model's own code failed, or returned no DataFrame; nothing was written."""
+
+
+class FilesystemError(WriteError):
+    """The filesystem refused a step (read-only, full, permission denied): the table keeps
+    the rows of its last completed commit; the next run (or sized_recover) finishes the
+    cleanup of what this one left."""
+
+
+class ConnectionLostError(WriteError):
+    """The Spark Connect server stopped answering while the engine worked on a table."""
+
+
 class LockError(SizedError):
     """Another writer holds the table's lock."""
 
@@ -39,6 +53,28 @@ class LockLostError(LockError):
 
 class TimelineError(SizedError):
     """The timeline cannot be read; it is never silently rewritten."""
+
+
+class UnreadableInstantError(TimelineError):
+    """The file of a completed instant cannot be decoded (truncated, overwritten): what the
+    table holds cannot be read from its timeline. Says the file's path and the two ways on:
+    sized_repair or a full refresh, both of which set the file aside (`quarantine`)."""
+
+    def __init__(self, path: str, detail: str, quarantine: str,
+                 relation: str = "<schema.table>") -> None:
+        self.path, self.detail, self.quarantine = path, detail, quarantine
+        super().__init__(
+            f"timeline file {path} is corrupt or unreadable ({detail}): it records a completed "
+            f"commit, so what the table holds cannot be read from its timeline, and nothing "
+            f"was written. Record the table as it is now, the file set aside to {quarantine}/ "
+            f"(the rows of files it no longer explains are listed as lost or gained): dbt "
+            f"run-operation sized_repair --args '{{relation: {relation}}}'; or rebuild it with "
+            f"--full-refresh, which sets the file aside too and starts the table's history "
+            f"over from the new rows")
+
+    def of(self, relation: str) -> "UnreadableInstantError":
+        """The same error naming the table as the user does (schema.table)."""
+        return UnreadableInstantError(self.path, self.detail, self.quarantine, relation)
 
 
 class ConstraintError(WriteError):

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Sets up what a fresh machine lacks: Java 17 (Spark needs it) and a venv with this package.
-#   bash scripts/setup.sh        # for the tests: .venv, the package with its test and bench extras
-#   bash scripts/setup.sh demo   # for the demo: .venv, the package alone
-#   PYSPARK=3.5 bash scripts/setup.sh   # .venv-pyspark3.5, the tests' extras on pyspark 3.5
+#   bash scripts/setup.sh        # for the tests: .venv, the package with both methods' Spark
+#                                # (the `all` extra: pyspark 4 and its Connect client) and the
+#                                # test and bench extras, on the newest dbt-core 1.12 that resolves
+#   bash scripts/setup.sh demo   # for the demo: .venv, the package with the `session` extra
+#   PYSPARK=3.5 bash scripts/setup.sh   # .venv-pyspark3.5: the `session` and test extras on
+#                                       # pyspark 3.5 (which has no Spark Connect)
+#   DBT_CORE=1.11 bash scripts/setup.sh # a venv named -dbt1.11 on dbt-core 1.11 (with PYSPARK too)
 # The JDK, not only the JRE: installing this package builds it, and the build compiles the Java
 # helpers (the embedded session's local filesystem, python_adapter/io/fast_local_fs.py) into
 # the wheel; a source checkout (the tests) compiles them on first use. A user installing the
@@ -15,15 +19,18 @@ if ! java -version 2>&1 | grep -q 'version "17' || ! command -v javac >/dev/null
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq openjdk-17-jdk-headless >/dev/null
 fi
 PY=${PYTHON:-python3}
-VENV=.venv${PYSPARK:+-pyspark$PYSPARK}
+VENV=.venv${PYSPARK:+-pyspark$PYSPARK}${DBT_CORE:+-dbt$DBT_CORE}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 . "$VENV/bin/activate"
 python -m pip install -q --upgrade pip
+# dbt-core named, so a venv made on another minor moves to this one; pyproject.toml's hold on
+# dbt-core-experimental-parser makes 1.12 resolve to 1.12.0 (its comment says why)
+DBT="dbt-core==${DBT_CORE:-1.12}.*"
 # non-editable: the build copies macros/ into the package (dbt/include/sized_spark/macros)
 if [ "${1:-}" = demo ]; then
-  python -m pip install -q .
+  python -m pip install -q ".[session]" "$DBT"
 elif [ -n "${PYSPARK:-}" ]; then
-  python -m pip install -q ".[test]" "pyspark==$PYSPARK.*"
+  python -m pip install -q ".[session,test]" "pyspark==$PYSPARK.*" "$DBT"
 else
-  python -m pip install -q ".[test,bench,connect]"
+  python -m pip install -q ".[all,test,bench]" "$DBT"
 fi

@@ -1,32 +1,30 @@
 #!/usr/bin/env bash
 # The whole suite: unit, functional (real local Spark), dbt end to end, and dbt's peer suite,
-# on pyspark 4. With PYSPARK=3.5: the engine's tests (unit and functional, not the dbt
-# processes) on pyspark 3.5, in .venv-pyspark3.5.
+# on pyspark 4 and dbt-core 1.12. With PYSPARK=3.5: the engine's tests (unit and functional)
+# and the dbt end-to-end tests of the materializations (tests/functional/dbt/test_dbt_project.py,
+# tests/adapter; not the Connect, cluster, thrift and kill ones) on pyspark 3.5, in
+# .venv-pyspark3.5. DBT_CORE=1.11 runs either on dbt-core 1.11 (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-VENV=.venv${PYSPARK:+-pyspark$PYSPARK}
+VENV=.venv${PYSPARK:+-pyspark$PYSPARK}${DBT_CORE:+-dbt$DBT_CORE}
 . "$VENV/bin/activate"
 export SPARK_LOCAL_IP=127.0.0.1
 # The whole suite first writes the JVM class archives its Spark processes start from
-# (python_adapter/io/jvm_startup.py): a process that exits normally writes one, and on a fresh
-# machine the first to do so came 23 minutes in (crash tests kill theirs), so every dbt and
-# crash-chain process before started ~13 s slower. One dbt run and one engine write, side by
-# side, write both kinds (a dbt profile's and a test session's) in about two minutes. Their
-# output goes through a pipe so the wait lasts until the JVM, which writes the archive after
-# Python exits and holds the pipe, is done.
+# (python_adapter/io/jvm_startup.py), one per key the suite uses: the test sessions' (the
+# checkout's helper jar: tests/functional/helpers.py) and, on pyspark 4, a dbt profile's (the
+# installed package's jar; its copy runs from /, away from the checkout). Without them the
+# first dbt command would start a warm-up at its exit, beside the tests, and the Spark
+# processes before it finished would start slower; test sessions never start one. The
+# warm-ups (python_adapter/io/class_warmup.py) run here in the foreground, side by side, in
+# about a minute, each printing a line of what it wrote; a failed one costs only speed.
 warm_class_archives() {
-  local warm; warm=$(mktemp -d)
-  (PYTHONPATH=. timeout 600 python tests/functional/crash_chain.py "$warm/chain" '' refresh:A 2>&1 \
-    | cat >/dev/null) &
-  local chain=$!
+  (PYTHONPATH=. timeout 900 python -m python_adapter.io.class_warmup) &
+  local sessions=$!
   if [ -z "${PYSPARK:-}" ]; then
-    cp -r tests/functional/dbt_mini "$warm/mini" && cp integration_tests/profiles.yml "$warm/mini/"
-    (cd "$warm/mini" && SIZED_SPARK_HOME="$warm/spark" DBT_SEND_ANONYMOUS_USAGE_STATS=false \
-      timeout 600 dbt run --select orders --profiles-dir . --target embedded 2>&1 | cat >/dev/null) || true
+    (cd / && timeout 900 python -m python_adapter.io.class_warmup) || true
   fi
-  wait "$chain" || true
-  rm -rf "$warm"
+  wait "$sessions" || true
 }
 [ $# -eq 0 ] && warm_class_archives
 # Both cores: two pytest-xdist workers (SIZED_TEST_WORKERS=0 runs in this process). Each test
@@ -37,7 +35,8 @@ warm_class_archives() {
 WORKERS=(-n "${SIZED_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder)
 if [ -n "${PYSPARK:-}" ]; then
   # tests/packaging: the wheel's Java helpers, compiled once against Spark 4, on Spark 3.5
-  pytest "${WORKERS[@]}" tests/unit tests/functional tests/packaging --ignore=tests/functional/dbt "$@"
+  pytest "${WORKERS[@]}" tests/unit tests/functional tests/packaging tests/adapter \
+    tests/functional/dbt/test_dbt_project.py --ignore=tests/functional/dbt "$@"
 else
   pytest "${WORKERS[@]}" "$@"
 fi

@@ -3,7 +3,8 @@
      and writes the model's rows in files of target_file_size (python_adapter.spark.writer);
      this macro only wires dbt's lifecycle. always_full: every run replaces the table (dbt's
      `table`). In a microbatch batch, the batch's window goes to the engine, which replaces
-     exactly that window's rows. --#}
+     exactly that window's rows. A Python model's function runs in the dbt process on the
+     profile's session, and the DataFrame it returns is written the same way. --#}
 {% macro sized_materialize(always_full=false) %}
   {#-- first: over thrift / http / odbc the model fails here, before any hook or SQL runs --#}
   {%- do adapter.sized_require_session(config.get('materialized') ~ ' model ' ~ this.schema ~ '.' ~ this.identifier) -%}
@@ -25,8 +26,13 @@
     {%- do write_config.update({'event_time_start': model.batch.event_time_start | string,
                                 'event_time_end': model.batch.event_time_end | string}) -%}
   {%- endif -%}
-  {%- set result = adapter.sized_write(target_relation, contracted['sql'], write_config,
-                                       full_refresh) -%}
+  {%- if model.language == 'python' -%}
+    {%- set result = adapter.sized_write_python(target_relation, compiled_code, write_config,
+                                                full_refresh, model.original_file_path) -%}
+  {%- else -%}
+    {%- set result = adapter.sized_write(target_relation, contracted['sql'], write_config,
+                                         full_refresh) -%}
+  {%- endif -%}
 
   {#-- dbt's status line and run_results.json's adapter_response: the write's figures --#}
   {%- do store_result('main', response=result['response']) -%}
@@ -41,15 +47,12 @@
 {% endmacro %}
 
 
-{#-- Whether dbt's `incremental` / `table` of this model goes to the sized engine: a SQL
-     model of Parquet (file_format unset, dbt-spark's default, or parquet), not opted out
-     with `sized: false`, on a profile whose method is session. --#}
+{#-- Whether dbt's `incremental` / `table` of this model goes to the sized engine: a SQL or
+     Python model of Parquet (file_format unset, dbt-spark's default, or parquet), not
+     opted out with `sized: false`, on a profile whose method is session or connect. --#}
 {% macro sized_takes_model() %}
-  {%- set file_format = config.get('file_format') -%}
-  {{ return(model.language == 'sql'
-            and config.get('sized', true) not in [false, 'false', 'False']
-            and (file_format is none or (file_format | lower) == 'parquet')
-            and adapter.sized_session_method()) }}
+  {#-- one rule, in the plugin: the parsed project's check (set_macro_resolver) asks it too --#}
+  {{ return(adapter.sized_takes(model.config, model.language)) }}
 {% endmacro %}
 
 
@@ -60,6 +63,16 @@
      run, the first too, before a hook or the engine writes anything. --#}
 {% macro sized_require_batches(always_full) %}
   {%- set strategy = (config.get('incremental_strategy') or '') | string | lower -%}
+  {%- if not always_full and strategy == 'microbatch' and model.language == 'python' -%}
+    {#-- dbt narrows a batch's inputs to its window when it renders SQL (ref, source); a
+         Python model's dbt.ref() gets the whole table, so each batch would hold every row --#}
+    {{ exceptions.raise_compiler_error(
+        "incremental_strategy: 'microbatch' on a Python model (" ~ this.schema ~ "."
+        ~ this.identifier ~ "): dbt filters a batch's inputs to its window only in SQL "
+        ~ "models; dbt.ref() and dbt.source() give a Python model whole tables. Use "
+        ~ "'insert_overwrite' with partition_by, or 'merge' with a unique_key, and filter "
+        ~ "the new rows with dbt.is_incremental and dbt.this; nothing was written") }}
+  {%- endif -%}
   {%- if not always_full and strategy == 'microbatch' and not model.batch -%}
     {{ exceptions.raise_compiler_error(
         "incremental_strategy: 'microbatch' on materialized='" ~ config.get('materialized')

@@ -7,10 +7,11 @@
      max_groups, max_bytes, small_file_limit, target_file_size; partial_progress: true
      commits every partial_progress_groups groups (default 10), so an interrupted run keeps
      what it finished; schedule_only: true stores the plan for a later sized_compact or
-     sized_cluster. --#}
+     sized_cluster. lock_timeout: how long it waits for a load's writer lock to plan and
+     to commit (default 10m); it rewrites without the lock, so loads go on meanwhile. --#}
 {% macro sized_compact(relation, partitions=none, schedule_only=false, target_file_size=none,
                        small_file_limit=none, max_groups=none, max_bytes=none, where=none,
-                       partial_progress=none, partial_progress_groups=none) %}
+                       partial_progress=none, partial_progress_groups=none, lock_timeout=none) %}
   {%- set rel = sized_resolve_relation(relation) -%}
   {%- set message = adapter.sized_compact(rel, partitions, schedule_only, {
         'target_file_size': target_file_size,
@@ -19,7 +20,8 @@
         'max_bytes': max_bytes,
         'where': where,
         'partial_progress': partial_progress,
-        'partial_progress_groups': partial_progress_groups}) -%}
+        'partial_progress_groups': partial_progress_groups,
+        'lock_timeout': lock_timeout}) -%}
   {{ print(rel.schema ~ '.' ~ rel.identifier ~ ': ' ~ message) }}
   {{ return(message) }}
 {% endmacro %}
@@ -36,7 +38,8 @@
           'small_file_limit': config.get('small_file_limit'),
           'where': where,
           'partial_progress': partial_progress,
-          'partial_progress_groups': partial_progress_groups}) -%}
+          'partial_progress_groups': partial_progress_groups,
+          'lock_timeout': config.get('lock_timeout')}) -%}
     {{ log(this ~ ': ' ~ message, info=true) }}
   {%- endif -%}
   {{ return('') }}

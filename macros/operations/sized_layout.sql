@@ -11,7 +11,7 @@
   {%- set layout = adapter.sized_layout(rel, small_file_limit, target_file_size, cluster_by) -%}
   {%- if execute -%}
     {%- set table = layout['partitions'] -%}
-    {{ print('Layout of ' ~ rel.schema ~ '.' ~ rel.identifier ~ ' (' ~ (table.rows | length) ~ ' partitions; ' ~ layout['limits'] ~ ')') }}
+    {{ print('Layout of ' ~ rel.schema ~ '.' ~ rel.identifier ~ ' (' ~ adapter.sized_count_of(table.rows | length, 'partition') ~ '; ' ~ layout['limits'] ~ ')') }}
     {%- do table.print_table(max_rows=none, max_columns=none, max_column_width=60) -%}
     {%- if layout['files'] is not none -%}
       {{ print('Files and the range of their cluster columns') }}

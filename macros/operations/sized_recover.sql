@@ -3,6 +3,6 @@
 {% macro sized_recover(relation) %}
   {%- set rel = sized_resolve_relation(relation) -%}
   {%- set n = adapter.sized_recover(rel) -%}
-  {{ print('Recovered ' ~ rel.schema ~ '.' ~ rel.identifier ~ ': ' ~ n ~ ' unfinished instant(s) rolled back') }}
+  {{ print('Recovered ' ~ rel.schema ~ '.' ~ rel.identifier ~ ': ' ~ adapter.sized_count_of(n, 'unfinished instant') ~ ' rolled back') }}
   {{ return(n) }}
 {% endmacro %}

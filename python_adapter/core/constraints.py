@@ -5,7 +5,7 @@ each `not_null_columns` column; this turns the counts into the model's error.
 """
 from typing import Mapping
 
-from python_adapter.core.sizes import format_count
+from python_adapter.core.sizes import count_of
 from python_adapter.errors import ConstraintError
 
 
@@ -15,7 +15,6 @@ def check_not_null(null_rows: Mapping[str, int]) -> None:
     bad = [(column, n) for column, n in null_rows.items() if n]
     if not bad:
         return
-    found = "; ".join(f"column {column} is null in {format_count(n)} "
-                      f"{'row' if n == 1 else 'rows'}" for column, n in bad)
+    found = "; ".join(f"column {column} is null in {count_of(n, 'row')}" for column, n in bad)
     raise ConstraintError(f"not_null constraint violated by the new data: {found}; "
                           f"nothing was written")

@@ -3,7 +3,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from python_adapter.core.sizes import format_size, parse_size
+from python_adapter.core.sizes import count_of, format_size, parse_size
 from python_adapter.errors import ConfigError
 
 LAYOUT_COLUMNS = ["partition", "files", "rows", "bytes", "min_file", "median_file", "max_file",
@@ -92,7 +92,7 @@ def layout_rows(layout: Layout, small_file_limit: Optional[Union[int, float, str
             part or "(unpartitioned)", st["files"], sum(max(f.rows, 0) for f in files),
             sum(sizes), st["min"], int(st["median"]), st["max"],
             sum(1 for s in sizes if small is not None and s < small),
-            f"{format_size(sum(sizes), _target)} in {st['files']} files "
+            f"{format_size(sum(sizes), _target)} in {count_of(st['files'], 'file')} "
             f"({format_size(st['min'], _target)} .. {format_size(st['max'], _target)})",
         ])
     return rows
@@ -113,7 +113,8 @@ def layout_problems(layout: Layout, max_small_files_per_partition: Optional[int]
                                  "pass small_file_limit to the test")
             n_small = sum(1 for f in files if f.bytes < small)
             if n_small > int(max_small_files_per_partition):
-                problems.append([label, f"{n_small} files below {format_size(small, target)} "
+                problems.append([label, f"{count_of(n_small, 'file')} below "
+                                        f"{format_size(small, target)} "
                                         f"(allowed {max_small_files_per_partition})"])
         if max_file_size_ratio is not None:
             if target is None:

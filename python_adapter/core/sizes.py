@@ -88,6 +88,30 @@ def format_count(n: int) -> str:
     return f"{n:,}"
 
 
+# Plurals that adding an s does not make; words ending in s, x, ch or sh take -es
+# (`batch` -> `batches`), a consonant and y -ies (`entry` -> `entries`).
+_IRREGULAR = {"was": "were", "is": "are", "has": "have", "this": "these", "it": "they"}
+
+
+def plural(word: str) -> str:
+    """The plural of an English noun as our messages use them: 'file' -> 'files',
+    'batch' -> 'batches', 'directory' -> 'directories', 'hPartition' -> 'hPartitions'."""
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
+    if len(word) > 1 and word[-1] == "y" and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def count_of(n: int, word: str, many: Optional[str] = None) -> str:
+    """'1 file', '0 files', '12,345 rows': a count and its noun, plural unless n is 1 (as
+    English and dbt's own lines have it: '1 of 2 START'). many: the plural where
+    `plural(word)` would be wrong."""
+    return f"{n:,} {word if n == 1 else (many or plural(word))}"
+
+
 def format_duration(seconds: float) -> str:
     """'850ms', '12.3s', '4m05s' for progress logs."""
     if seconds < 1:

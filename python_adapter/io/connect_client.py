@@ -15,9 +15,15 @@ import uuid
 from typing import Any, Optional
 
 from python_adapter.errors import WriteError
+from python_adapter.io.connect_retries import server_gone
 
 TYPE_URL = "type.googleapis.com/sizedspark.Op"
 PLUGIN_CLASS = "sizedspark.connect.SizedOps"
+# A session whose server did not answer within its bound (connect_retries.server_gone) keeps
+# that error here: each later call would wait the whole bound again (a failed write's
+# rollback, the lock's release and renewal make several), and its server-side session is
+# gone with the server anyway. The engine's error names the server once.
+_GONE = "_sized_server_gone"
 
 
 class RemoteError(IOError):
@@ -81,17 +87,28 @@ def call(spark: Any, op: str, on: Any = None, **args: Any) -> Any:
             rel.extension.value = payload
             return rel
 
+    gone = getattr(spark, _GONE, None)
+    if gone is not None:  # the server stopped answering an earlier call: fail at once
+        raise gone
     try:  # the schema only: the server plans the relation (running the operation), no query
         schema = DataFrame(_Op(), spark).schema
     except Exception as exc:  # the server's planner: no plugin took the extension
         if "NO_HANDLER_FOR_EXTENSION" in str(exc) or TYPE_URL in str(exc):
             raise ExtensionMissing(missing_message(str(exc))) from None
+        if server_gone(spark, exc) is not None:
+            setattr(spark, _GONE, exc)
         raise
     answer = json.loads(schema.fields[0].metadata["answer"])
     if "error" in answer:
         err = answer["error"]
         raise RemoteError(err["class"], err["message"], err.get("trace", ""))
     return answer["ok"]
+
+
+def lost_server(spark: Any, exc: BaseException) -> Optional[str]:
+    """The error to show when `exc` means the Spark Connect server of `spark` is gone
+    (connect_retries.server_gone), else None (always for a session with its own JVM)."""
+    return server_gone(spark, exc) if is_connect(spark) else None
 
 
 def missing_message(detail: str) -> str:

@@ -12,6 +12,7 @@ import base64
 import os
 from typing import Any, Callable, Iterable, List, Optional, Set, Tuple
 
+from python_adapter.core.sizes import count_of
 from python_adapter.io.connect_client import call
 from python_adapter.io.fs import FileStatus
 from python_adapter.io.held_locks import HELD
@@ -59,10 +60,10 @@ class ConnectFS:
                    session=holder["connect_session"])
         if not (got["interrupted"] or got["jobs"]):
             return None
-        still = f"; {got['running']} job(s) still running" if got["running"] else ""
+        still = f"; {count_of(got['running'], 'job')} still running" if got["running"] else ""
         return (f"ended the Spark Connect session {holder['connect_session']} of the former "
-                f"writer: {got['interrupted']} operation(s) interrupted, {got['jobs']} "
-                f"job(s) cancelled{still}")
+                f"writer: {count_of(got['interrupted'], 'operation')} interrupted, "
+                f"{count_of(got['jobs'], 'job')} cancelled{still}")
 
     def qualify(self, path: str) -> str:
         return self._call("qualify", path=path)

@@ -8,6 +8,7 @@ neither and are not supported (docs/storage.md). The one shortcut: `read_bytes` 
 explicit `file:` URI (timeline instants, the lock) reads the local file directly, and
 `list_dir` of one lists it directly.
 """
+import errno
 import os
 import re
 import stat
@@ -288,6 +289,63 @@ class HadoopFS:
     def size(self, path: str) -> int:
         jpath = self._path(path)
         return int(self._fs(jpath).getFileStatus(jpath).getLen())
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the filesystem refused a step: its cause in words, the path when the error
+    names one, and what lets the next run go on."""
+    cause: str
+    path: Optional[str]
+    remedy: str
+
+
+# errno (Python's OSError), the text the OS gives it (Java's IOException carries that text),
+# the cause and the remedy in words
+_REFUSALS = (
+    (errno.ENOSPC, ("No space left on device",), "no space is left on the device",
+     "space is freed"),
+    (errno.EDQUOT, ("Disk quota exceeded", "QuotaExceededException"),
+     "the disk quota is exceeded", "the quota allows it"),
+    (errno.EROFS, ("Read-only file system", "ReadOnlyFileSystemException"),
+     "the filesystem is read-only", "the filesystem is writable"),
+    (errno.EACCES, ("Permission denied", "AccessDeniedException", "AccessControlException"),
+     "permission denied", "this user may write there"),
+    (errno.EPERM, ("Operation not permitted",), "the operation is not permitted",
+     "this user may write there"),
+)
+# Where a refused path shows in an error's text: Java's file streams ("/p (Read-only file
+# system)"), NIO ("AccessDeniedException: /p", "FileSystemException: /p: ..."), HDFS
+# ("inode=\"/p\""), Spark's failed task ("writing rows to file:/p."), our renames.
+_REFUSED_PATH = re.compile(
+    r"(?:file:)?(/[^\s():]+) \((?:No space|Disk quota|Read-only|Permission|Operation)"
+    r"|(?:AccessDeniedException|FileSystemException): (\S+?):?(?:\s|$)"
+    r"|inode=\"([^\"]+)\""
+    r"|writing rows to (\S+?)\.?(?:\s|$)"
+    r"|rename refused: (\S+) ->")
+
+
+def filesystem_refusal(exc: BaseException) -> Optional[Refusal]:
+    """The filesystem's refusal behind an error (an OSError, or a Java IOException through
+    py4j, Spark or a Connect server: read-only, full, over quota, permission denied), or
+    None when it is no such error. The chain of causes is searched, and the text of each."""
+    chain, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    for err in chain:
+        if isinstance(err, OSError) and err.errno is not None:
+            for code, _marks, cause, remedy in _REFUSALS:
+                if err.errno == code:
+                    return Refusal(cause, err.filename and str(err.filename), remedy)
+    text = "\n".join(str(err) for err in chain)
+    for _code, marks, cause, remedy in _REFUSALS:
+        if any(mark in text for mark in marks):
+            found = _REFUSED_PATH.search(text)
+            path = next((g for g in found.groups() if g), None) if found else None
+            return Refusal(cause, path, remedy)
+    return None
 
 
 def local_path(path: str) -> Optional[str]:

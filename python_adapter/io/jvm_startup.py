@@ -4,34 +4,63 @@ Every dbt command starts a JVM that loads Spark's, Hive's and DataNucleus's clas
 before its first model (benchmarks/README.md, "Start-up"). Java 13+ can write the classes a
 run loaded to an archive at exit (`-XX:ArchiveClassesAtExit`) and map it at the next start
 (`-XX:SharedArchiveFile`). The archive is kept per user, keyed by the java binary and the
-jars on the classpath; each writer writes its own file, which a later start takes as the
-archive once it is complete. A stale or foreign archive is ignored by the JVM
-(`-Xshare:auto`), and an older JVM ignores the options (`IgnoreUnrecognizedVMOptions`). The
-JVM's CDS warnings are turned off, and only they (QUIET_CDS): writing an archive of Spark's
-classes prints hundreds ("Skipping ...: Signed JAR", "Preload Warning"), and mapping one made
-for another classpath one more; none says anything a dbt user acts on. Every other JVM log
-line (errors, GC warnings) still shows.
+jars on the classpath. A stale or foreign archive is ignored by the JVM (`-Xshare:auto`), and
+an older JVM ignores the options (`IgnoreUnrecognizedVMOptions`). The JVM's CDS warnings are
+turned off, and only they (QUIET_CDS): writing an archive of Spark's classes prints hundreds
+("Skipping ...: Signed JAR", "Preload Warning"), and mapping one made for another classpath
+one more; none says anything a dbt user acts on. Every other JVM log line (errors, GC
+warnings) still shows.
+
+Who writes it: never a dbt command's own JVM. Writing one kept that JVM 45 s to 2 min after
+dbt had returned, still holding the embedded Derby metastore, so the next command found the
+metastore taken (thousands of `ERROR XSDB6` lines). When a command's key has no
+archive, the command, at its exit, starts a separate warm-up process (io/class_warmup.py),
+detached and at low priority, which runs a small job on a JVM of its own (its own temporary
+warehouse and Derby), waits for that JVM to write the archive, and only then moves it into
+place: an archive under its final name is always complete. Its claim, the file its JVM
+writes (`<archive>.<pid>`), names its process; a claim counts as being written while that
+process lives (at most CLAIM_MINUTES, against a reused pid), and nobody else starts one then.
+A warm-up that wrote none (a Java before 13, a failure its log names) leaves a marker, and
+commands start no other for _RETRY_HOURS. Each dbt process also waits at its exit (at most JVM_EXIT_WAIT) for its Spark JVM to end, so
+the next command never finds the metastore held.
 
 Where and how big: `$XDG_CACHE_HOME/dbt-sized-spark/` (else `~/.cache/dbt-sized-spark/`),
-`spark-classes-<key>.jsa`, 150-230 MB each, one per java, Spark and driver classpath. At
-most MAX_ARCHIVES are kept (the least recently used go first when a new one is written), and
-one no start has mapped for _UNUSED_DAYS goes too. SIZED_SPARK_NO_CLASS_ARCHIVE=1 turns it
-off (the JVM starts as Spark starts it; the folder can then be deleted).
+`spark-classes-<key>.jsa`, ~210 MB each (40-70 s to write on 2 cores), one per java, Spark and driver classpath, and the
+warm-up's log, `class-archive.log`. At most MAX_ARCHIVES are kept (the least recently used go
+first when a new one is written), and one no start has mapped for _UNUSED_DAYS goes too.
+SIZED_SPARK_NO_CLASS_ARCHIVE=1 turns it off (the JVM starts as Spark starts it and no warm-up
+runs; the folder can then be deleted).
 """
+import atexit
 import glob
 import hashlib
+import json
 import os
 import shutil
+import subprocess
+import sys
+import threading
 import time
-from typing import Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional
 
-from python_adapter.io.fast_local_fs import CLASSPATH, cache_dir, spark_jars_dir
+from python_adapter.io.fast_local_fs import CLASSPATH, FS_IMPL, cache_dir, spark_jars_dir
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 OFF = "SIZED_SPARK_NO_CLASS_ARCHIVE"   # set to anything: start the JVM as Spark does
-# seconds without a change after which a written archive is taken as complete (the JVM
-# writes it in one go at exit, a few seconds for Spark's ~180 MB of classes)
-_WRITTEN_AFTER = 15
+# the warm-up's log, beside the archives
+LOG_NAME = "class-archive.log"
+# The confs of a session that the warm-up's JVM takes over: the classpath (the archive's key,
+# with java and Spark's jars, which the warm-up inherits), the filesystem class it names, and
+# the heap, whose size decides compressed pointers (an archive written with other settings
+# would not map).
+KEY_CONFS = (CLASSPATH, FS_IMPL, "spark.driver.memory")
+# seconds a dbt process waits at exit for its Spark JVM to end (it ends in a few)
+JVM_EXIT_WAIT = 30
+# minutes after which a claim no longer counts as being written even if a process of its pid
+# lives (a warm-up takes about a minute and stops itself at this age; a pid may be reused)
+CLAIM_MINUTES = 15
+# hours after a failed warm-up before a command starts another
+_RETRY_HOURS = 24
 # days after which an archive no start has mapped is removed: one of a Spark, java or venv
 # no longer used (each is ~200 MB, and a new key comes with every upgrade)
 _UNUSED_DAYS = 14
@@ -40,9 +69,17 @@ _UNUSED_DAYS = 14
 MAX_ARCHIVES = 3
 # the unified-logging tag sets of the CDS warnings (-Xlog:disable would hide errors too)
 QUIET_CDS = "-Xlog:cds=off,cds+dynamic=off"
+_LOG_LIMIT = 1 << 20  # bytes of warm-up log kept: a warm-up runs once per key
 
 
-def _archive(confs: Mapping[str, str], env: Mapping[str, str]) -> Optional[str]:
+class ArchiveUse(NamedTuple):
+    """What a session about to start does with the class archive."""
+    confs: Dict[str, str]          # the driver options to add to its confs ({}: none)
+    note: str                      # one line for a debug log
+    archive: Optional[str] = None  # the archive of its key, None when off
+
+
+def archive_path(confs: Mapping[str, str], env: Mapping[str, str]) -> Optional[str]:
     """The archive's path for this java and classpath, None when there is no java."""
     java = shutil.which("java", path=env.get("PATH")) if not env.get("JAVA_HOME") else \
         os.path.join(env["JAVA_HOME"], "bin", "java")
@@ -55,34 +92,119 @@ def _archive(confs: Mapping[str, str], env: Mapping[str, str]) -> Optional[str]:
     return os.path.join(cache_dir(env), f"spark-classes-{digest}.jsa")
 
 
-def _state(archive: str) -> str:
-    """'ready' (after taking a finished archive another start wrote), 'writing' (another start
-    writes one: start as Spark does, not write a second) or 'none'."""
-    if os.path.exists(archive):
-        _remove_leftovers(archive)
-        os.utime(archive)  # in use: kept by _remove_unused
-        return "ready"
-    now = time.time()
-    for written in glob.glob(f"{archive}.*"):
-        if now - os.path.getmtime(written) <= _WRITTEN_AFTER:
-            return "writing"
-        if os.path.getsize(written) > 0:
-            os.replace(written, archive)
-            os.utime(archive)
-            return "ready"
-    return "none"
+def _off(confs: Mapping[str, str], env: Mapping[str, str]) -> Optional[str]:
+    """Why no archive is used or written for a session with `confs`, or None."""
+    options = str(confs.get(JAVA_OPTIONS, "") or "")
+    if env.get(OFF):
+        return f"{OFF} is set"
+    if os.name != "posix":
+        return "not a POSIX system"
+    if "SharedArchive" in options or "ArchiveClassesAtExit" in options or "-Xshare" in options:
+        return f"{JAVA_OPTIONS} manages class data sharing"
+    return None
 
 
-def _remove_leftovers(archive: str) -> None:
-    """Removes the files other starts left beside a taken archive: each start that found no
-    archive while another was being written wrote its own (about 200 MB), which nobody maps
-    once one is taken, and a claim whose JVM died without writing stays empty. Files changed
-    in the last seconds may still be being written and are kept. (A JVM still running whose
-    claim goes writes its archive at exit all the same; a later start removes that.)"""
-    _remove_older_than(glob.glob(f"{archive}.*"), _WRITTEN_AFTER)
+def class_archive(confs: Mapping[str, str], env: Optional[Mapping[str, str]] = None
+                  ) -> ArchiveUse:
+    """Before a session's JVM starts: the driver options that map its key's archive when one
+    is complete. Never options that write one (a warm-up process does: warm_up_at_exit)."""
+    env = os.environ if env is None else env
+    why_not = _off(confs, env)
+    archive = None if why_not else archive_path(confs, env)
+    if archive is None:
+        return ArchiveUse({}, f"off ({why_not or 'no java found'})")
+    if _take(archive):
+        options = str(confs.get(JAVA_OPTIONS, "") or "")
+        added = f"-XX:+IgnoreUnrecognizedVMOptions -XX:SharedArchiveFile={archive} " \
+                f"-Xshare:auto {QUIET_CDS}"
+        return ArchiveUse({JAVA_OPTIONS: f"{options} {added}".strip()}, f"mapped from {archive}",
+                          archive)
+    writer = live_claim(archive)
+    if writer is not None:
+        return ArchiveUse({}, f"{archive} is being written by process {writer}", archive)
+    log = os.path.join(os.path.dirname(archive), LOG_NAME)
+    if _failed_lately(archive):
+        return ArchiveUse({}, f"none: the last warm-up wrote none (its log: {log}); another "
+                              f"is tried {_RETRY_HOURS} h after it", archive)
+    return ArchiveUse({}, f"none yet: a separate process writes {archive} after this command "
+                          f"(its log: {log})", archive)
 
 
-def _remove_unused(archive: str) -> None:
+def class_archive_confs(confs: Mapping[str, str],
+                        env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The driver options to add to a session's confs before its JVM starts: those that map
+    the archive when there is one, else {} (also when the profile manages CDS itself, off
+    POSIX, or when SIZED_SPARK_NO_CLASS_ARCHIVE is set)."""
+    return class_archive(confs, env).confs
+
+
+def _take(archive: str) -> bool:
+    """Whether the archive is there (complete: only a finished warm-up moves it there); if
+    so it is marked as used (kept by remove_unused) and the claims of dead writers go."""
+    if not os.path.exists(archive):
+        return False
+    live_claim(archive)
+    try:
+        os.utime(archive)
+    except OSError:  # removed meanwhile by another key's cleanup
+        return False
+    return True
+
+
+def _claims(archive: str) -> List[str]:
+    return [p for p in glob.glob(f"{glob.escape(archive)}.*") if p.rsplit(".", 1)[1].isdigit()]
+
+
+def live_claim(archive: str, but: Optional[int] = None) -> Optional[int]:
+    """The pid of a live process (other than `but`) that writes `archive`, or None. Claims
+    of dead writers are removed (a warm-up killed, or the file a JVM of an earlier version
+    wrote at exit): nobody will finish them, and each may hold ~200 MB."""
+    now, found = time.time(), None
+    for claim in _claims(archive):
+        pid = int(claim.rsplit(".", 1)[1])
+        try:
+            young = now - os.path.getmtime(claim) <= CLAIM_MINUTES * 60
+        except OSError:  # its writer finished meanwhile
+            continue
+        if young and alive(pid):
+            found = found if pid == but else pid
+        else:
+            _remove([claim])
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether a process of this pid runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):  # no /proc (macOS): kill's answer
+        return True
+
+
+def claim(archive: str) -> Optional[str]:
+    """Claims the writing of `archive` for this process: the path its JVM is to write (its
+    pid in the name), or None when the archive is there or another live process claims it.
+    Each claimant creates its claim before it looks for others', and leaves when it sees
+    one: of two at once at least one sees the other (maybe both: then the next command's
+    exit tries again)."""
+    mine = f"{archive}.{os.getpid()}"
+    os.makedirs(os.path.dirname(archive), exist_ok=True)
+    open(mine, "wb").close()
+    if live_claim(archive, but=os.getpid()) is not None or os.path.exists(archive):
+        _remove([mine])
+        return None
+    remove_unused(archive)
+    return mine
+
+
+def remove_unused(archive: str) -> None:
     """Before `archive` is written: removes the archives of other keys that no start has
     mapped for _UNUSED_DAYS, then the least recently mapped beyond MAX_ARCHIVES - 1, so the
     folder holds at most MAX_ARCHIVES once it is written (a taken archive's modification
@@ -123,27 +245,101 @@ def _remove(paths: List[str]) -> None:
             pass
 
 
-def class_archive_confs(confs: Mapping[str, str],
-                        env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """The driver options to add to a session's confs before its JVM starts: map the archive
-    when there is one, else write one at exit. {} when the profile manages CDS itself, off
-    POSIX, or when SIZED_SPARK_NO_CLASS_ARCHIVE is set."""
-    env = os.environ if env is None else env
-    options = str(confs.get(JAVA_OPTIONS, "") or "")
-    if os.name != "posix" or env.get(OFF) or "SharedArchive" in options \
-            or "ArchiveClassesAtExit" in options or "-Xshare" in options:
-        return {}
-    archive = _archive(confs, env)
-    if archive is None:
-        return {}
-    os.makedirs(os.path.dirname(archive), exist_ok=True)
-    state = _state(archive)
-    if state == "writing":
-        return {}
-    if state == "ready":
-        added = f"-XX:SharedArchiveFile={archive} -Xshare:auto"
-    else:
-        _remove_unused(archive)
-        added = f"-XX:ArchiveClassesAtExit={archive}.{os.getpid()}"
-        open(added.split("=", 1)[1], "wb").close()  # claimed: other starts do not write too
-    return {JAVA_OPTIONS: f"{options} -XX:+IgnoreUnrecognizedVMOptions {added} {QUIET_CDS}".strip()}
+# ---------------------------------------------------------------------------------------
+# At the exit of the process that opened a session
+# ---------------------------------------------------------------------------------------
+_at_exit: Dict[str, Dict[str, str]] = {}  # "confs": those of the first session opened
+
+
+def warm_up_at_exit(confs: Mapping[str, str], env: Optional[Mapping[str, str]] = None) -> bool:
+    """Before a session's JVM starts: at this process's exit, wait for that JVM to end (at
+    most JVM_EXIT_WAIT s), then start the warm-up that writes the archive of its key when
+    none is there and nobody writes one. Registered once per process, for its first
+    session's confs (a JVM's classpath is fixed): whether this call registered it."""
+    if _at_exit:
+        return False
+    _at_exit["confs"] = {k: str(confs[k]) for k in (*KEY_CONFS, JAVA_OPTIONS) if confs.get(k)}
+    atexit.register(_finish, os.environ if env is None else env)
+    return True
+
+
+def _finish(env: Mapping[str, str]) -> None:
+    """At exit: the JVM ended first (the warm-up starts beside no metastore this process
+    holds), then the warm-up, unless the archive is there, being written, or failed lately."""
+    end_spark_jvm(JVM_EXIT_WAIT)
+    confs = _at_exit["confs"]
+    archive = None if _off(confs, env) else archive_path(confs, env)
+    if archive and not os.path.exists(archive) and live_claim(archive) is None \
+            and not _failed_lately(archive):
+        try:
+            start_warm_up(confs, env)
+        except OSError:  # an unwritable cache: the next command starts as this one did
+            pass
+
+
+def failed_marker(archive: str) -> str:
+    """The file a warm-up that wrote no archive leaves (a Java without dynamic archives, a
+    job that failed: its log says why)."""
+    return f"{archive}.failed"
+
+
+def _failed_lately(archive: str) -> bool:
+    """Whether a warm-up of `archive` failed in the last _RETRY_HOURS: then commands do not
+    start another each (a minute of CPU for the same failure)."""
+    try:
+        return time.time() - os.path.getmtime(failed_marker(archive)) < _RETRY_HOURS * 3600
+    except OSError:
+        return False
+
+
+def end_spark_jvm(seconds: float) -> None:
+    """Ends this process's Spark driver JVM, if pyspark started one, within `seconds`: its
+    SparkContext stopped (else pyspark's accumulator server prints an EOFError traceback as
+    the JVM goes), py4j's gateway shut down (else py4j's finalizer thread may send a command
+    to the JVM going away and log an ERROR with its traceback), then the JVM's stdin closed,
+    on which it exits (pyspark's gateway server watches it), and waited for."""
+    context = sys.modules.get("pyspark.core.context") or sys.modules.get("pyspark.context")
+    spark_context = getattr(context, "SparkContext", None)
+    gateway = getattr(spark_context, "_gateway", None)
+    proc = getattr(gateway, "proc", None)
+    if proc is None or proc.poll() is not None:
+        return
+    deadline = time.monotonic() + seconds
+    stopping = threading.Thread(target=_stop_quietly, daemon=True, args=(
+        getattr(spark_context, "_active_spark_context", None), gateway))
+    stopping.start()
+    stopping.join(seconds)
+    try:
+        if proc.stdin:
+            proc.stdin.close()
+        proc.wait(max(0.0, deadline - time.monotonic()))
+    except (OSError, subprocess.TimeoutExpired):  # it ends on its own; nothing to add
+        pass
+
+
+def _stop_quietly(spark_context: Any, gateway: Any) -> None:
+    for stop in ([spark_context.stop] if spark_context is not None else []) + [gateway.shutdown]:
+        try:
+            stop()
+        except Exception:  # a JVM already gone: closing its stdin is all that is left
+            pass
+
+
+def start_warm_up(confs: Mapping[str, str], env: Mapping[str, str]) -> int:
+    """Starts the warm-up of the archive of `confs`' key (io/class_warmup.py), detached (its
+    own session, stdin from /dev/null, its output to the log): its pid."""
+    folder = cache_dir(env)
+    os.makedirs(folder, exist_ok=True)
+    log = os.path.join(folder, LOG_NAME)
+    mode = "ab" if os.path.exists(log) and os.path.getsize(log) < _LOG_LIMIT else "wb"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    child = {k: v for k, v in env.items() if not k.startswith("PYSPARK_GATEWAY")}
+    # this copy of the package, whatever the working directory holds
+    child["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    job = {k: confs[k] for k in KEY_CONFS if confs.get(k)}
+    with open(log, mode) as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "python_adapter.io.class_warmup", json.dumps(job)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=folder,
+            env=child, start_new_session=True, close_fds=True)
+    return proc.pid

@@ -4,6 +4,7 @@ session: py4j into the driver's JVM (`method: session`), or the Connect server's
 never looks at which it runs on.
 """
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -68,6 +69,37 @@ def session_copy(spark: Any) -> Optional[Any]:
     if is_connect(spark):
         return None
     return type(spark)(spark.sparkContext, spark._jsparkSession.cloneSession())
+
+
+# The job tag of this thread's jobs over Connect, per session: the one we added, so that
+# setting the next phase removes it and leaves the caller's own tags alone.
+_TAGS = threading.local()
+_DESCRIPTION = "spark.job.description"
+
+
+def job_description(spark: Any) -> Optional[str]:
+    """What describes the Spark jobs this thread starts on the session (None: nothing)."""
+    if is_connect(spark):
+        return getattr(_TAGS, "by_session", {}).get(id(spark))
+    return spark.sparkContext.getLocalProperty(_DESCRIPTION)
+
+
+def describe_jobs(spark: Any, text: Optional[str]) -> None:
+    """Describe the Spark jobs this thread starts from now on (None: no description), so
+    the Spark UI ties them to a model. With a JVM here: the job description, a property of
+    the calling thread (dbt's threads do not mix; pyspark pins a JVM thread to each Python
+    thread). Over Connect a client cannot set a description: the text becomes a job tag
+    (thread-local in the client as well; commas, which separate tags, become spaces)."""
+    if not is_connect(spark):
+        spark.sparkContext.setLocalProperty(_DESCRIPTION, text)
+        return
+    tags = _TAGS.__dict__.setdefault("by_session", {})
+    old = tags.pop(id(spark), None)
+    if old is not None:
+        spark.removeTag(old)
+    if text:
+        tags[id(spark)] = text.replace(",", " ")
+        spark.addTag(tags[id(spark)])
 
 
 def _string_seq(spark: Any, items: Sequence[str]) -> Any:

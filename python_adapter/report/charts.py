@@ -4,7 +4,7 @@ import math
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
-from python_adapter.core.sizes import format_count, format_size
+from python_adapter.core.sizes import count_of, format_count, format_size
 from python_adapter.report.data import (OVERSIZE_RATIO, FileGroup, Limits, SizeBin,
                                         TimelinePoint, bin_counts)
 from python_adapter.report.text import clip, decimal, escape, when
@@ -160,7 +160,7 @@ def _histogram_bar(axis, b, c, ymax):
     w = max(x1 - x0 - 1.5, 1)
     out = [f'<rect x="{x0 + 0.75:.1f}" y="{f.base - h:.1f}" width="{w:.1f}" '
            f'height="{h:.1f}" fill="{KIND_COLORS[b.kind]}" opacity="0.85">'
-           f'<title>{escape(b.label)}: {format_count(c)} files</title></rect>']
+           f'<title>{escape(b.label)}: {count_of(c, "file")}</title></rect>']
     if c:
         out.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{f.base - h - 4:.1f}" '
                    f'text-anchor="middle" class="val">{format_count(c)}</text>')
@@ -237,7 +237,7 @@ def _stacked_bar(g, x0, bw, ymax):
     f = STRIP
     segs = (("small", g.small), ("ok", g.files - g.small - g.oversized), ("big", g.oversized))
     w = max(bw - (1 if bw > 4 else 0), 0.6)
-    tip = (f"{g.name or '(unpartitioned)'}: {format_count(g.files)} files, "
+    tip = (f"{g.name or '(unpartitioned)'}: {count_of(g.files, 'file')}, "
            f"{format_count(g.small)} small, {format_count(g.oversized)} oversized, "
            f"{format_size(g.bytes)}")
     y = f.base
@@ -346,7 +346,7 @@ def _heatmap_cell(grid, x0, y, tip, b, c):
         op, fill = 1, "#f8fafc"
     out = [f'<rect x="{x0 + 0.5:.1f}" y="{y + 0.5}" width="{cw - 1:.1f}" '
            f'height="{ROW_H - 1}" fill="{fill}" fill-opacity="{op:.2f}">'
-           f'<title>{tip}: {format_count(c)} files</title></rect>']
+           f'<title>{tip}: {count_of(c, "file")}</title></rect>']
     if c and cw >= 18:
         color = "#fff" if op > 0.55 else "#111827"
         out.append(f'<text x="{x0 + cw / 2:.1f}" y="{y + 13}" text-anchor="middle" '
@@ -403,7 +403,7 @@ def _cluster_band(s, i):
 def _timeline_dots(s, i, pt, r):
     """The two points of instant i, with the instant's numbers as their tooltip."""
     tip = (f"{pt.instant} {pt.action} {pt.operation} ({when(pt.created_at_ms)}): "
-           f"+{pt.added} / \u2212{pt.removed} files; {format_count(pt.files)} files, "
+           f"+{pt.added} / \u2212{pt.removed} files; {count_of(pt.files, 'file')}, "
            f"{format_count(pt.small)} small, {format_size(pt.bytes)}")
     return (f'<g><title>{escape(tip)}</title>'
             f'<circle cx="{s.x(i):.1f}" cy="{s.y(pt.files):.1f}" r="{r}" fill="{OK_COLOR}">'

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Optional, Sequence, Union
 
 from python_adapter.core.layout import Layout
-from python_adapter.core.sizes import format_count, format_size
+from python_adapter.core.sizes import count_of, format_count, format_size
 from python_adapter.report.charts import (BIG_COLOR, CLUSTER_COLOR, OK_COLOR, SMALL_COLOR,
                                           heatmap_svg, histogram_svg, legend, strip_svg,
                                           timeline_svg)
@@ -165,7 +165,7 @@ def _summary(table, groups, limits):
         _card("Target file size", escape(format_size(target)) if target else "unknown"),
         _card("Small-file limit", escape(small_text)),
         _card("Small files", format_count(table.small),
-              f"{_pct(table.small, n)} of files, in {format_count(parts_small)} partitions"
+              f"{_pct(table.small, n)} of files, in {count_of(parts_small, 'partition')}"
               if small else "no small-file limit", "warn" if table.small else ""),
         _card(f"Above {OVERSIZE_RATIO}\u00d7 target", format_count(table.oversized),
               f"{_pct(table.oversized, n)} of files" if target else "no target known",
@@ -187,7 +187,7 @@ def _sizes_section(table, groups, limits):
     bins = size_bins(limits.target, limits.small, table.largest)
     out = [legend([("below the small-file limit", SMALL_COLOR), ("in range", OK_COLOR),
                    (f"above {OVERSIZE_RATIO}\u00d7 target", BIG_COLOR)]),
-           f'<h3>All {format_count(table.files)} files</h3>',
+           f'<h3>All {count_of(table.files, "file")}</h3>',
            histogram_svg(bins, bin_counts(table.sizes, bins), limits)]
     if len(groups) > 1:
         out += _partition_charts(groups, bins)
@@ -222,7 +222,7 @@ def _partition_table(groups):
            _table(["partition", "files", "small", f">{OVERSIZE_RATIO}\u00d7 target", "size",
                    "smallest", "median", "largest"], rows, numeric=range(1, 8))]
     if len(ranked) > len(shown):
-        out.append(_muted(f"{format_count(len(ranked) - len(shown))} more partitions not "
+        out.append(_muted(f"{count_of(len(ranked) - len(shown), 'more partition')} not "
                           f"listed."))
     return out
 
@@ -258,7 +258,7 @@ def _instant_table(points):
            _table(["instant", "time", "action", "operation", "added", "removed", "files",
                    "small", "size"], rows, numeric=range(4, 9))]
     if len(points) > len(shown):
-        out.append(_muted(f"{format_count(len(points) - len(shown))} older instants not "
+        out.append(_muted(f"{count_of(len(points) - len(shown), 'older instant')} not "
                           f"listed."))
     return out
 
@@ -290,10 +290,10 @@ def _last_clustering(instants):
             f'({escape(when(last.created_at_ms))}): strategy '
             f'<strong>{escape(last.extra.get("strategy", "?"))}</strong> on '
             f'<strong>{escape(cols.replace(",", ", "))}</strong>, '
-            f'{format_count(len(last.removed))} files replaced by '
+            f'{count_of(len(last.removed), "file")} replaced by '
             f'{format_count(len(last.added))}. '
-            f'{format_count(since)} commit{"" if since == 1 else "s"} since; '
-            f'{format_count(done)} clustering{"" if done == 1 else "s"} in all.</p>')
+            f'{count_of(since, "commit")} since; '
+            f'{count_of(done, "clustering")} in all.</p>')
 
 
 def _plan_table(instants):
@@ -330,7 +330,7 @@ def _ranges(layout):
     numeric = {2, 3} | {4 + 3 * i + 2 for i in range(len(cols))}
     out.append(_table(headers, rows, numeric=numeric, cls="compact"))
     if len(files) > len(shown):
-        out.append(_muted(f"{format_count(len(files) - len(shown))} more files hidden (first "
+        out.append(_muted(f"{count_of(len(files) - len(shown), 'more file')} hidden (first "
                           f"{format_count(len(shown))} of {format_count(len(files))} shown)."))
     return out
 

@@ -37,7 +37,8 @@ def sync_changed_partitions(spark: SparkSession, fs: HadoopFS, location: str, ta
         else:
             gone.append(part)
     partitions = MetastorePartitions(spark, table)
-    partitions.register(new)
+    # no partition known to be registered: a full build, perhaps a rebuild that has them all
+    partitions.register(new, ask_first=not change.registered)
     partitions.drop(gone)
     forget_cached_relation(spark, table)
     return lambda: _write_stats(spark, table, change, changed)

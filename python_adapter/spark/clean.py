@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from python_adapter.core.config import retention_values
 from python_adapter.core.retention import Retention
-from python_adapter.core.sizes import format_count
+from python_adapter.core.sizes import count_of
 from python_adapter.io.fs import HadoopFS, hidden
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.locking import locked_table
@@ -41,19 +41,22 @@ class CleanResult:
 
     @property
     def message(self) -> str:
-        text = (f"cleaned {self.table}: set-aside files of {self.set_aside_dirs} instants "
-                f"deleted, {self.archived} instants archived, {self.leftovers} leftovers "
-                f"removed{self._locks} (retention: {self.retention.commits} commits, "
-                f"{self.retention.hours:g} hours)")
+        text = (f"cleaned {self.table}: set-aside files of "
+                f"{count_of(self.set_aside_dirs, 'instant')} deleted, "
+                f"{count_of(self.archived, 'instant')} archived, "
+                f"{count_of(self.leftovers, 'leftover')} removed{self._locks} (retention: "
+                f"{count_of(self.retention.commits, 'commit')}, "
+                f"{self.retention.hours:g} {'hour' if self.retention.hours == 1 else 'hours'})")
         if self.unrecorded:
-            text += (f"; {format_count(self.unrecorded)} data files in the table's directory "
-                     f"are recorded by no commit and were kept (readers see their rows): "
-                     f"sized_repair records them")
+            text += (f"; {count_of(self.unrecorded, 'data file')} in the table's directory "
+                     f"that no commit records: kept, as readers see the rows (sized_repair "
+                     f"records such files)")
         return text
 
     @property
     def _locks(self) -> str:
-        return f", {self.stale_locks} stale lock files deleted" if self.stale_locks else ""
+        return f", {count_of(self.stale_locks, 'stale lock file')} deleted" \
+            if self.stale_locks else ""
 
 
 def clean_table(spark: SparkSession, table: TableRef,

@@ -39,13 +39,14 @@ from python_adapter.core.compaction import (SPLIT_RATIO, file_runs, pack_outputs
 from python_adapter.core.config import (ClusterOptions, CompactOptions, cluster_options,
                                         compact_options)
 from python_adapter.core.routing import routing_keys
-from python_adapter.core.sizes import format_duration, format_size
+from python_adapter.core.sizes import count_of, format_duration, format_size, parse_duration
 from python_adapter.errors import ConfigError, WriteError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.bloom import recorded_key, write_options
 from python_adapter.spark.catalog import TableInfo, TableRef
 from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.curve_keys import cell_column, with_curve_key
+from python_adapter.spark.job import ServiceProgress, service_progress
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.locking import locked_table, open_table
 from python_adapter.spark.partition_where import partition_where
@@ -55,7 +56,7 @@ from python_adapter.spark.table_files import read_files, rows_per_file, with_fil
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.faults import fault_point
 from python_adapter.table.files import current_files
-from python_adapter.table.lock import WriterLock
+from python_adapter.table.lock import LockOptions, WriterLock
 from python_adapter.table.timeline import FileEntry, pending_plan_files, scheduled_plans
 from python_adapter.table.transaction import Transaction
 
@@ -97,10 +98,13 @@ class ClusterResult:
 
     @property
     def message(self) -> str:
-        dropped = (f"; {self.groups_dropped} group(s) dropped (a writer changed their files "
-                   f"meanwhile; planned again next time)" if self.groups_dropped else "")
-        commits = f" in {self.commits} commits" if self.commits > self.executed_plans else ""
-        return (f"{self.service}: {self.executed_plans} plan(s), {self.groups} groups{commits}, "
+        dropped = (f"; {count_of(self.groups_dropped, 'group')} dropped (a writer changed "
+                   f"their files meanwhile; planned again next time)"
+                   if self.groups_dropped else "")
+        commits = f" in {count_of(self.commits, 'commit')}" \
+            if self.commits > self.executed_plans else ""
+        return (f"{self.service}: {count_of(self.executed_plans, 'plan')}, "
+                f"{count_of(self.groups, 'group')}{commits}, "
                 f"files {self.files_replaced} -> {self.files_written}, "
                 f"{format_size(self.bytes, self.target_file_size)} written in "
                 f"{format_duration(self.seconds)}{dropped}")
@@ -115,7 +119,8 @@ class _Locked:
     info: TableInfo
     fs: HadoopFS
     proto: CommitProtocol
-    log: Callable[[str], None]
+    log: ServiceProgress
+    lock: LockOptions  # the writer lock's, to schedule and to commit (service_lock)
 
     @property
     def name(self) -> str:
@@ -128,11 +133,15 @@ def run_clustering(spark: SparkSession, table: TableRef,
                    log: Callable[[str], None] = print, **option_overrides: Any) -> ClusterResult:
     """Schedule a plan (when cluster_by is given) and, unless schedule_only, execute every
     pending plan. The writer lock is held to schedule and to commit each plan, not while
-    its groups are rewritten."""
+    its groups are rewritten (option_overrides' lock_timeout: how long it waits for a load's
+    lock, service_lock)."""
+    run = _Run(lock=service_lock(option_overrides.pop("lock_timeout", None), "sized_cluster"))
+
     def schedule(locked):
         return _schedule(locked, cluster_by, strategy, option_overrides)
-    return _run_service(spark, table, "clustering", schedule if cluster_by else None,
-                        schedule_only, log)
+    with service_progress(spark, table, "clustering", log) as progress:
+        return _run_service(spark, table, "clustering", schedule if cluster_by else None,
+                            schedule_only, progress, run)
 
 
 def run_compaction(spark: SparkSession, table: TableRef, options: Mapping[str, Any],
@@ -145,14 +154,44 @@ def run_compaction(spark: SparkSession, table: TableRef, options: Mapping[str, A
     Every option is checked before the table is locked (or adopted): bad input writes
     nothing."""
     options = dict(options)
-    info, _fs, _location = open_table(spark, table)
-    checked = _compact_options(options, {})
-    scope = _scope(spark, info, table, partitions, options.get("where"))
+    lock = service_lock(options.pop("lock_timeout", None))
+    with service_progress(spark, table, "compaction", log) as progress:
+        info, _fs, _location = open_table(spark, table)
+        checked = _compact_options(options, {})
+        scope = _scope(spark, info, table, partitions, options.get("where"))
 
-    def schedule(locked):
-        return _schedule_compaction(locked, options, scope)
-    return _run_service(spark, table, "compaction", schedule, schedule_only, log,
-                        checked.partial_progress_groups)
+        def schedule(locked):
+            return _schedule_compaction(locked, options, scope)
+        return _run_service(spark, table, "compaction", schedule, schedule_only, progress,
+                            _Run(checked.partial_progress_groups, lock))
+
+
+# How long a table service waits for the writer lock a load holds, to plan and to commit,
+# unless the operation's lock_timeout says otherwise: services run beside loads.
+SERVICE_LOCK_TIMEOUT = 600.0
+
+
+def service_lock(lock_timeout: Any = None, operation: str = "sized_compact") -> LockOptions:
+    """The writer lock's options of a table service: it waits for a load's lock up to
+    `lock_timeout` (the operation's argument, default SERVICE_LOCK_TIMEOUT), and holds it
+    for its short steps only, so a load finding it held waits for it (lock.BRIEF_WAIT)."""
+    try:
+        timeout = SERVICE_LOCK_TIMEOUT if lock_timeout is None else \
+            parse_duration(lock_timeout, "lock_timeout")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return LockOptions(timeout=timeout, brief=True, timeout_set=(
+        f"the operation's lock_timeout argument, e.g. dbt run-operation {operation} --args "
+        f"'{{relation: <schema.table>, lock_timeout: 30m}}' (a post-hook's: the model's "
+        f"lock_timeout config)"))
+
+
+@dataclass(frozen=True)
+class _Run:
+    """How a service's run commits: groups per commit (partial progress; None: one commit
+    per plan) and the writer lock's options."""
+    batch: Optional[int] = None
+    lock: LockOptions = field(default_factory=service_lock)
 
 
 def _compact_options(overrides, last) -> CompactOptions:
@@ -180,14 +219,15 @@ def _scope(spark, info, table, partitions, where) -> Callable[[Collection[str]],
     return scope
 
 
-def _run_service(spark, table, service, schedule, schedule_only, log, batch=None
+def _run_service(spark, table, service, schedule, schedule_only, log, run: _Run = _Run()
                  ) -> ClusterResult:
     """A table service's run: schedule (when given) under the writer lock, then execute the
-    pending plans under the service lock, each committed under the writer lock (batch:
+    pending plans under the service lock, each committed under the writer lock (run.batch:
     groups per commit, partial progress; None: one commit per plan)."""
-    start = time.monotonic()
-    with locked_table(spark, table, service, log=log) as (info, fs, proto):
-        locked = _Locked(spark, table, info, fs, proto, log)
+    start = log.start  # the run's, as its progress lines count it
+    batch = run.batch
+    with locked_table(spark, table, service, log=log, lock=run.lock) as (info, fs, proto):
+        locked = _Locked(spark, table, info, fs, proto, log, run.lock)
         earlier = {p.instant for p in scheduled_plans(proto.timeline)}
         scheduled = schedule(locked) if schedule else 0
         plans = [] if schedule_only else scheduled_plans(proto.timeline)
@@ -198,8 +238,9 @@ def _run_service(spark, table, service, schedule, schedule_only, log, batch=None
         try:
             for plan in plans:
                 if plan.instant in earlier:  # scheduled by an earlier run, killed or not
-                    log(Notice(f"{service}: resuming the pending plan of {plan.instant} "
-                               f"({plan.operation}, {_group_count(plan)} groups)"))
+                    log(Notice(f"{locked.name}: {service} resuming the pending plan of "
+                               f"{plan.instant} ({plan.operation}, "
+                               f"{count_of(_group_count(plan), 'group')})"))
                 _execute(locked, plan, result, batch)
         except Exception:  # not a crash: a crashed run keeps its lock, as a dead process does
             service_lock.release()
@@ -240,8 +281,9 @@ def _schedule(locked, cluster_by, strategy, overrides) -> int:
     extra = {"strategy": options.strategy, "cluster_by": ",".join(options.cluster_by),
              "target_file_size": options.target_file_size}
     _store_plan(locked, "cluster", groups, current, extra)
-    locked.log(f"clustering plan: {len(groups)} groups of {sum(len(g.files) for g in groups)} "
-               f"files ({format_size(sum(g.bytes for g in groups))}), strategy "
+    locked.log(f"clustering plan: {count_of(len(groups), 'group')} of "
+               f"{count_of(sum(len(g.files) for g in groups), 'file')} "
+               f"({format_size(sum(g.bytes for g in groups))}), strategy "
                f"{options.strategy} on {', '.join(options.cluster_by)}")
     return len(groups)
 
@@ -256,7 +298,7 @@ def _schedule_compaction(locked, overrides, scope) -> int:
     chosen = scope(set(every))
     by_part = {p: files for p, files in every.items() if p in chosen}
     in_scope = "" if len(chosen) == len(every) else \
-        f" (of {len(chosen)} of the {len(every)} partitions in scope)"
+        f" (of {len(chosen)} of the {count_of(len(every), 'partition')} in scope)"
     groups = plan_compaction(by_part, options, excluded=pending_plan_files(locked.proto.timeline))
     if not groups:
         _log_no_groups(locked, "compaction", (
@@ -269,10 +311,11 @@ def _schedule_compaction(locked, overrides, scope) -> int:
         extra["partial_progress_groups"] = options.partial_progress_groups
     _store_plan(locked, "compact", groups, current, extra)
     files = sum(len(g.files) for g in groups)
-    locked.log(f"compaction plan: {len(groups)} groups in "
-               f"{len({g.partition for g in groups})} partitions{in_scope}, {files} files "
+    locked.log(f"compaction plan: {count_of(len(groups), 'group')} in "
+               f"{count_of(len({g.partition for g in groups}), 'partition')}{in_scope}, "
+               f"{count_of(files, 'file')} "
                f"({format_size(sum(g.bytes for g in groups), options.target_file_size)}) -> "
-               f"{sum(g.output_files for g in groups)} files")
+               f"{count_of(sum(g.output_files for g in groups), 'file')}")
     return len(groups)
 
 
@@ -319,9 +362,8 @@ def _still_as_planned(plan, groups, current, log):
                if any(current.get(f.path) is None or current[f.path].bytes != f.bytes
                       for f in files)}
     if dropped:
-        log(f"clustering plan {plan.instant}: {len(dropped)} group(s) changed since they were "
-            f"planned (a writer rewrote their files); dropping them, they are planned again "
-            f"next time")
+        log(f"clustering plan {plan.instant}: {count_of(len(dropped), 'group')} changed since "
+            f"planned (a writer rewrote their files); dropped, planned again next time")
     return {g: files for g, files in groups.items() if g not in dropped}
 
 
@@ -361,8 +403,9 @@ def _execute(locked, plan, result: ClusterResult, batch: Optional[int] = None) -
     done = _committed_groups(locked.proto.timeline, plan)
     todo = [g for g in planned if g not in done]
     if done:
-        locked.log(f"{result.service} plan {plan.instant}: {len(done)} of its {len(planned)} "
-                   f"groups were committed by an earlier run; executing the other {len(todo)}")
+        locked.log(f"{result.service} plan {plan.instant}: {len(done)} of its "
+                   f"{count_of(len(planned), 'group')} were committed by an earlier run; executing "
+                   f"the other {len(todo)}")
     cuts = [todo[i:i + batch] for i in range(0, len(todo), batch)] or [[]]
     for k, ids in enumerate(cuts):
         part = _Batch({g: planned[g] for g in ids}, k + 1, len(cuts), k == len(cuts) - 1)
@@ -372,7 +415,6 @@ def _execute(locked, plan, result: ClusterResult, batch: Optional[int] = None) -
 
 def _run_batch(locked, plan, part: _Batch, staging: str, result: ClusterResult) -> None:
     """Write a batch's groups into staging, commit them, count them in result."""
-    start = time.monotonic()
     order = list(_planned_groups(plan))
     first = order.index(next(iter(part.groups))) if part.groups else 0
     staged = _write_groups(locked, plan, part.groups, staging, first)
@@ -387,10 +429,8 @@ def _run_batch(locked, plan, part: _Batch, staging: str, result: ClusterResult) 
     result.bytes += sum(a.bytes for a in added)
     result.target_file_size = int(plan.extra.get("target_file_size", 0))
     if part.number:
-        locked.log(f"{result.service} batch {part.number}/{part.of}: {len(kept)} groups, "
-                   f"files {len(removed)} -> {len(added)}, "
-                   f"{format_size(sum(a.bytes for a in added), result.target_file_size)} "
-                   f"written in {format_duration(time.monotonic() - start)}")
+        locked.log.batch_committed(f"{part.number}/{part.of}", len(kept),
+                                   (len(removed), len(added)))
 
 
 def _commit_batch(locked, plan, part: _Batch, staged):
@@ -399,7 +439,9 @@ def _commit_batch(locked, plan, part: _Batch, staged):
     that names the plan and its groups (a batch), closing the plan after its last batch.
     Returns (the groups kept, the files added, the files removed)."""
     spark, instant = locked.spark, plan.instant
-    with locked_table(spark, locked.table, "clustering", log=locked.log) as (info, fs, proto):
+    locked.log.phase("commit")
+    with locked_table(spark, locked.table, "clustering", log=locked.log,
+                      lock=locked.lock) as (info, fs, proto):
         plan = next((p for p in scheduled_plans(proto.timeline) if p.instant == instant), None)
         if plan is None:  # rolled back meanwhile (sized_rollback of the table)
             fs.delete(proto.staging_dir(instant))
@@ -445,8 +487,9 @@ def _check_rows(plan, kept, written, valid) -> None:
         known = min(planned + staged, default=0) >= 0   # -1: a count no footer gave
         if known and sum(staged) != sum(planned):
             raise WriteError(f"{plan.operation} plan {plan.instant}, group {g}: "
-                             f"{sum(staged)} rows written for the {sum(planned)} of its "
-                             f"files; nothing was committed (a bug: please report it)")
+                             f"{count_of(sum(staged), 'row')} written for the "
+                             f"{sum(planned)} of its files; nothing was committed (a bug: "
+                             f"please report it)")
 
 
 def _batch_extra(plan, kept) -> dict:
@@ -552,6 +595,7 @@ def _write_groups(locked, plan, groups, staging, done=0):
         first, done = done + 1, done + len(job.groups)
         which = f"group {first}" if len(job.groups) == 1 else f"groups {first}-{done}"
         out = f"{staging}/job-{k}"
+        locked.log.phase(f"{which} of {_group_count(plan)}")  # the Spark UI's description
         try:
             _write_job(locked, plan, job, (which, out))
         except Exception:
@@ -561,6 +605,8 @@ def _write_groups(locked, plan, groups, staging, done=0):
             locked.fs.delete(out)
             continue
         staged.append((job.tasks, out))
+        if done < _group_count(plan):
+            locked.log.groups_written(done, _group_count(plan))
     return staged
 
 
@@ -574,7 +620,7 @@ def _write_job(locked, plan, job: _Job, where) -> None:
         "in file order" + (", whole files per task" if job.runs else "")
     total = sum(job.outputs[g] for g in groups)
     locked.log(f"{'compacting' if strategy == 'none' else 'clustering'} {which} of "
-               f"{_group_count(plan)}: {len(rel_paths)} files -> {total}, {how}")
+               f"{_group_count(plan)}: {count_of(len(rel_paths), 'file')} -> {total}, {how}")
     schema = spark.table(locked.name).schema
     options = _bloom_options(locked, plan, rel_paths)
     if job.runs and _write_aligned(locked, job, schema, (out, options)):
@@ -621,7 +667,8 @@ def _write_aligned(locked, job: _Job, schema, where) -> bool:
     with session_conf(spark, _ONE_TASK_SCAN):  # the scans are planned here
         planned = num_partitions(rows)
         if planned != len(by_task):
-            locked.log(f"Spark planned {planned} tasks for {len(by_task)} file lists; "
+            locked.log(f"Spark planned {count_of(planned, 'task')} for "
+                       f"{count_of(len(by_task), 'file list')}; "
                        f"rewriting with a shuffle instead")
             return False
         rows.write.partitionBy(*pcols).options(**options).mode("append").parquet(out)

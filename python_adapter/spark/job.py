@@ -1,18 +1,20 @@
 """The records a write passes around: the job (what, where, how), what its staging step
 produced, and the result the dbt layer logs."""
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Iterator, List, Optional, Sequence
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 from pyspark.sql import functions as F
 
-from python_adapter.io.session_info import plan_stats, select_exprs
+from python_adapter.io.session_info import (describe_jobs, job_description, plan_stats,
+                                            select_exprs)
 from python_adapter.core.config import SizedConfig
 from python_adapter.core.notice import Notice
-from python_adapter.core.sizes import format_count, format_duration, format_size
+from python_adapter.core.sizes import count_of, format_count, format_duration, format_size
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.session_conf import session_conf
@@ -20,19 +22,97 @@ from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.timeline import FileEntry
 
 
+@contextmanager
+def job_phases(spark: SparkSession, name: str, first: str) -> Iterator[Callable[[str], None]]:
+    """The Spark jobs this thread starts meanwhile are described `<name>: <phase>` (the
+    Spark UI ties each to a model and a step), `first` until the phase yielded is given
+    another; on exit the description from before is back, so the caller's later jobs (and
+    a write's, after an inline service) do not inherit it."""
+    before = job_description(spark)
+
+    def phase(what: str) -> None:
+        describe_jobs(spark, f"{name}: {what}")
+    phase(first)
+    try:
+        yield phase
+    finally:
+        describe_jobs(spark, before)
+
+
 class Progress:
-    """Logs each phase of one model's write with the time since it started."""
+    """Logs each phase of one model's write with the time since it started; a line that
+    starts a phase names it (`phase`), and the Spark jobs from then on carry it
+    (job_phases)."""
 
-    def __init__(self, log: Callable[[str], None], name: str) -> None:
+    def __init__(self, log: Callable[[str], None], name: str,
+                 phases: Optional[Callable[[str], None]] = None) -> None:
         self.log, self.name, self.start = log, name, time.monotonic()
+        self.phases = phases
 
-    def __call__(self, text: str) -> None:
+    def __call__(self, text: str, phase: Optional[str] = None) -> None:
+        if phase:
+            self.phase(phase)
         line = f"[{self.name}] {text} ({format_duration(time.monotonic() - self.start)})"
         self.log(Notice(line) if isinstance(text, Notice) else line)
+
+    def phase(self, name: str) -> None:
+        """The Spark jobs from now on carry `<model>: <name>` (a phase without a line)."""
+        if self.phases:
+            self.phases(name)
 
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self.start
+
+
+# A table service's run says how far it got at dbt's default level at most this often
+# (seconds), between the lines of its committed batches: a clustering of 30 groups in 30
+# Spark jobs over 32 s then prints 3 lines, a post-hook's run of a few seconds none.
+PROGRESS_EVERY = 10.0
+
+
+class ServiceProgress:
+    """The log of a table service's run (clustering, compaction) on one table: its phase
+    lines as given (debug), a line at dbt's default level per committed batch of groups and
+    at most every PROGRESS_EVERY seconds while groups are written, and the description of
+    its Spark jobs (`phase`)."""
+
+    def __init__(self, log: Callable[[str], None], name: str, service: str,
+                 phases: Callable[[str], None]) -> None:
+        self.log, self.name, self.service, self.phases = log, name, service, phases
+        self.start = self.last = time.monotonic()
+
+    def __call__(self, text: str) -> None:
+        self.log(text)
+
+    def phase(self, what: str) -> None:
+        """The Spark jobs from now on carry `<table>: <service> <what>`."""
+        self.phases(f"{self.service} {what}")
+
+    def notice(self, text: str) -> None:
+        """`<table>: <service> <text> (<time since the start>)` at dbt's default level."""
+        self.last = time.monotonic()
+        self.log(Notice(f"{self.name}: {self.service} {text} "
+                        f"({format_duration(self.last - self.start)})"))
+
+    def groups_written(self, done: int, total: int) -> None:
+        """`done` of the plan's `total` groups are written: a line if none came for a while."""
+        if time.monotonic() - self.last >= PROGRESS_EVERY:
+            self.notice(f"{done} of {count_of(total, 'group')} written")
+
+    def batch_committed(self, number: str, groups: int, files: tuple) -> None:
+        """A batch (`2/5`) of `groups` groups committed, files (replaced, written)."""
+        self.notice(f"batch {number}, {count_of(groups, 'group')}, "
+                    f"{count_of(files[0], 'file')} -> {files[1]}")
+
+
+@contextmanager
+def service_progress(spark: SparkSession, table: TableRef, service: str,
+                     log: Callable[[str], None]) -> Iterator[ServiceProgress]:
+    """A table service's ServiceProgress; its Spark jobs described until the run ends."""
+    name = f"{table.schema}.{table.identifier}"
+    with job_phases(spark, name, f"{service} plan") as phases:
+        yield ServiceProgress(log, name, service, phases)
 
 
 @dataclass(frozen=True)
@@ -121,6 +201,7 @@ class WriteResult:
     seconds: float
     changes: RowChanges
     target_file_size: int
+    partitioned: bool = False   # the table has partition columns (`partitions` is 1 if not)
 
     @property
     def files_after(self) -> int:
@@ -129,11 +210,12 @@ class WriteResult:
     @property
     def message(self) -> str:
         """The model's one summary line."""
+        where = f" in {count_of(self.partitions, 'partition')}" if self.partitioned else ""
         return (f"{self.operation}: {self.changes.text()}; files {format_count(self.files_before)}"
                 f" -> {format_count(self.files_after)} ({format_count(self.files_written)} "
                 f"written, {format_count(self.files_removed)} replaced), "
-                f"{format_size(self.bytes, like=self.target_file_size)} in "
-                f"{self.partitions} partitions, {format_duration(self.seconds)}")
+                f"{format_size(self.bytes, like=self.target_file_size)}{where}, "
+                f"{format_duration(self.seconds)}")
 
     def as_dict(self) -> dict:
         changed = self.changes.inserted + self.changes.updated + self.changes.deleted

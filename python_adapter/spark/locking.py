@@ -11,7 +11,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from pyspark.sql import SparkSession
 
-from python_adapter.core.sizes import format_count
+from python_adapter.core.sizes import count_of
 from python_adapter.errors import WriteError
 from python_adapter.io.filesystems import filesystem
 from python_adapter.io.fs import HadoopFS
@@ -113,11 +113,11 @@ def adopt_if_foreign(spark: SparkSession, table: TableRef, info: TableInfo,
     if not files:
         return
     stats = table_file_stats(spark, proto.location, [f.path for f in files], key_col)
-    rows = format_count(sum(n for n, _kmin, _kmax in stats.values()))
+    rows = count_of(sum(n for n, _kmin, _kmax in stats.values()), "row")
     ranged = sum(1 for _n, kmin, _kmax in stats.values() if kmin)
     keys = f", the {key_col} range of {ranged}" if key_col else ""
-    proto.log(f"adopting {table.schema}.{table.identifier}: {format_count(len(files))} files not "
-              f"written by this adapter recorded as its first commit ({rows} rows{keys})")
+    proto.log(f"adopting {table.schema}.{table.identifier}: {count_of(len(files), 'file')} not "
+              f"written by this adapter recorded as its first commit ({rows}{keys})")
     catalog = SparkCatalog(spark, proto.fs, table, proto.location, proto.log)
     with Transaction(proto, catalog, "adopt", info.partition_columns,
                      extra={PARTITION_STATS: DEFERRED}) as txn:

@@ -10,7 +10,7 @@ files) and keeps numRows. The table's statistics are Hive's table parameters, wh
 reads too; those an ANALYZE TABLE left in Spark's own keys would outrank them, so they go.
 """
 import re
-from typing import Dict, Iterable, List, Mapping, Tuple
+from typing import Collection, Dict, Iterable, List, Mapping, Tuple
 
 from pyspark.sql import SparkSession
 
@@ -42,22 +42,30 @@ class MetastorePartitions:
         self.metastore = metastore(spark)
         self.names = (table.schema, table.identifier)
 
-    def register(self, parts: PartitionStats) -> None:
+    def register(self, parts: PartitionStats, ask_first: bool = False) -> None:
         """Create the partitions; any the metastore has already are altered instead. Callers
         pass the partitions they know to be new (a commit: those that held no file before
         it; a rollback or a restore: those that hold none now), so the create is tried
         first, without a listing: creating one that exists fails inside Hive's metastore,
-        which logs the failure as an ERROR with its stack trace before the fallback."""
+        which logs the failure as an ERROR with its stack trace before the fallback.
+        ask_first: the caller knows of no registered partition (a full build, which may be
+        a rebuild keeping the definition and every partition): one call for the names
+        first, so no create is refused (on a new table the list is empty)."""
         if not parts:
+            return
+        if ask_first:
+            self._create_or_alter(parts, registered_partitions(self.spark, self.table))
             return
         try:
             self._create(parts, if_not_exists=False)
         except Exception as exc:  # Spark's PARTITIONS_ALREADY_EXIST
             if not re.search(r"already.?exist", str(exc), re.IGNORECASE):
                 raise
-            known = registered_partitions(self.spark, self.table)
-            self._create({p: s for p, s in parts.items() if p not in known}, if_not_exists=True)
-            self.alter({p: s for p, s in parts.items() if p in known})
+            self._create_or_alter(parts, registered_partitions(self.spark, self.table))
+
+    def _create_or_alter(self, parts: PartitionStats, known: Collection[str]) -> None:
+        self._create({p: s for p, s in parts.items() if p not in known}, if_not_exists=True)
+        self.alter({p: s for p, s in parts.items() if p in known})
 
     def alter(self, parts: PartitionStats) -> None:
         if parts:

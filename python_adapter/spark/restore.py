@@ -12,6 +12,7 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
+from python_adapter.core.sizes import count_of
 from python_adapter.errors import ConfigError
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.catalog_sync import SparkCatalog
@@ -58,7 +59,8 @@ def restore_table(spark: SparkSession, table: TableRef, instant: str,
             txn.registered = {f.partition for f in current.values()}
             txn.add(list(plan.back))
             txn.remove(list(plan.gone))
-    log(f"restored {name} to {instant} as {txn.done.instant}: {len(plan.back)} files back, "
+    log(f"restored {name} to {instant} as {txn.done.instant}: "
+        f"{count_of(len(plan.back), 'file')} back, "
         f"{len(plan.gone)} set aside")
     return txn.done.instant
 

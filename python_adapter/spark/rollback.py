@@ -5,6 +5,7 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
+from python_adapter.core.sizes import count_of
 from python_adapter.errors import WriteError
 from python_adapter.io.filesystems import filesystem
 from python_adapter.spark.catalog import TableRef, describe_table, table_location
@@ -71,6 +72,7 @@ def rollback_last_commit(spark: SparkSession, table: TableRef,
             txn.registered = {f.partition for f in current.values()}
             txn.add(restore)
             txn.remove(removed)
-    log(f"rolled back {last.operation} {last.instant}: restored {len(restore)} files, "
+    log(f"rolled back {last.operation} {last.instant}: restored "
+        f"{count_of(len(restore), 'file')}, "
         f"removed {len(removed)}")
     return last.instant

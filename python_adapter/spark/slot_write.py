@@ -23,7 +23,7 @@ from python_adapter.spark.job import quoted, select_names
 from python_adapter.spark.local_table import local_table
 from python_adapter.core.routing import assign_tasks, routing_keys
 from python_adapter.spark.session_conf import session_conf
-from python_adapter.core.sizes import format_size
+from python_adapter.core.sizes import count_of, format_size
 
 SLOT = "__sized_slot"
 FIRST_ROW = "__sized_first"   # true on row 0 of each file read for a rewrite
@@ -126,7 +126,7 @@ def write_slots(spark: SparkSession, w: SlotWrite, progress: Callable[[str], Non
     plain = {"spark.sql.adaptive.enabled": "false"}
     if old is None:
         out, n_tasks = _route(spark, fresh, weights)
-        how = f"{n_tasks} tasks"
+        how = count_of(n_tasks, "task")
     elif 0 <= w.batch_bytes <= limit and not w.rows_unknown:
         new_weights = {s: wt for s, wt in weights.items() if s not in w.rewrite_slots}
         out = _colocated(spark, w, new_weights)
@@ -137,10 +137,10 @@ def write_slots(spark: SparkSession, w: SlotWrite, progress: Callable[[str], Non
                f"spark.sql.autoBroadcastJoinThreshold")
         small_keys = 0 <= w.key_bytes <= limit
         out, n_tasks = _route(spark, _all_rows(w, [bound, fresh], small_keys), weights)
-        how = f"{n_tasks} tasks ({why}: every row shuffled" + (
+        how = f"{count_of(n_tasks, 'task')} ({why}: every row shuffled" + (
             ", the keys broadcast)" if small_keys else ")")
         plain = {}
-    progress(f"writing {len(weights)} files to staging in {how}")
+    progress(f"writing {count_of(len(weights), 'file')} to staging in {how}", phase="write")
     with whole_files(spark, w.largest_file), session_conf(spark, plain):
         out.write.partitionBy(*w.pcols, SLOT).options(**w.options).mode("overwrite") \
             .parquet(w.staging)

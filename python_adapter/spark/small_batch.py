@@ -43,7 +43,7 @@ from python_adapter.core.partitions import (check_partition_texts, parse_partiti
                                             partition_path)
 from python_adapter.core.planning import (is_small_batch, writes_a_file_a_partition,
                                           writes_small_batches)
-from python_adapter.core.sizes import format_size
+from python_adapter.core.sizes import count_of, format_size
 from python_adapter.spark.bloom import bloom_key, write_options
 from python_adapter.spark.distribution import matched_by_value
 from python_adapter.spark.constraints import (check_not_null_rows, check_null_counts,
@@ -260,7 +260,7 @@ def write_a_file_a_partition(job: WriteJob, df: DataFrame, staging: str, size: B
     largest = ("" if size.largest_partition is None else
                f", the largest partition {format_size(size.largest_partition, target)}")
     job.progress(f"the rows come to about {format_size(size.total, target)}{largest}: "
-                 f"one task writes each partition's file, no count")
+                 f"one task writes each partition's file, no count", phase="write")
     # rows of one directory's text hash alike (values of one text, distribution.py)
     keys = [F.col(c) if matched_by_value(df.schema[c].dataType) else F.col(c).cast("string")
             for c in job.pcols]
@@ -274,7 +274,7 @@ def _write_as_it_is(job: WriteJob, df: DataFrame, staging: str, estimate: int,
     when a file came out above the target (the caller plans the write)."""
     target = job.cfg.target_file_size
     job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): "
-                 f"one task writes each partition's file{why}")
+                 f"one task writes each partition's file{why}", phase="write")
     return _checked(job, df, staging, write_one_task(job, df, staging))
 
 
@@ -286,7 +286,8 @@ def _checked(job: WriteJob, df: DataFrame, staging: str, added: Optional[List[Fi
     if added is None:
         return None
     _check_staged(job, df, staging, added)
-    job.progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added), target)}")
+    job.progress(f"wrote {count_of(len(added), 'file')}, "
+                 f"{format_size(sum(a.bytes for a in added), target)}")
     rows = sum(a.rows for a in added)
     return Written(added, len(added), sum(a.bytes for a in added) / rows if rows > 0 else None)
 
@@ -320,14 +321,16 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry],
         return Staged([], [], 0, None, registered, len(current), RowChanges())
     target = cfg.target_file_size
     job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): one task "
-                 f"writes each partition's file, topping up {len(topped)} small files")
+                 f"writes each partition's file, topping up {count_of(len(topped), 'small file')}",
+                 phase="write")
     check_null_counts(not_null, groups)
     added = write_one_task(job, _with_rows_of(job, batch, topped), staging)
     if added is None:
         return None
     written = sum(a.rows for a in added)
-    job.progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added), target)}"
-                 f", rewriting {format_size(sum(f.bytes for f in topped), target)} of existing "
+    job.progress(f"wrote {count_of(len(added), 'file')}, "
+                 f"{format_size(sum(a.bytes for a in added), target)}, rewriting "
+                 f"{format_size(sum(f.bytes for f in topped), target)} of existing "
                  f"files")
     return Staged(added, topped, len(added), sum(a.bytes for a in added) / written, registered,
                   len(current), RowChanges(inserted=written - sum(f.rows for f in topped)))

@@ -98,7 +98,7 @@ def bytes_per_row(job: WriteJob, df: DataFrame, total_rows: Optional[int],
         total_rows = df.count()
     if not total_rows:
         return None, "no rows"
-    job.progress("sampling to measure bytes per row")
+    job.progress("sampling to measure bytes per row", phase="sample")
     bpr = measure_bytes_per_row(job.fs, df, job.data_cols, total_rows, job.cfg.target_file_size,
                                 job.staging + "/_sample", largest_rows)
     return bpr, "sample written to Parquet"

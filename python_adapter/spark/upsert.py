@@ -20,7 +20,7 @@ from python_adapter.core.config import SizedConfig, kept_on_update
 from python_adapter.core.keys import KeyRowShape, may_hold_keys, summarize_keys
 from python_adapter.core.partitions import (check_partition_texts, parse_partition_path,
                                             partition_path)
-from python_adapter.core.sizes import format_size
+from python_adapter.core.sizes import count_of, format_size
 from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_upsert
 from python_adapter.errors import ConfigError
 from python_adapter.spark.bloom import BloomIndex, bloom_key, write_options
@@ -209,7 +209,7 @@ class KeyCheck:
         if not self.keys:
             self._done.set()
             return
-        progress("checking keys of the new data")
+        progress("checking keys of the new data", phase="key check")
         settings = shuffle_conf(spark, self.batch_bytes)
 
         def run():
@@ -408,8 +408,9 @@ class Tagger:
         highs = [r["__sized_kmax"] for r in unfound if r["__sized_kmax"] is not None]
         lo, hi = (min(lows), max(highs)) if lows and len(lows) == len(unfound) else (None, None)
         second = [f for f in rest if may_hold_keys(f, lo, hi)] if unfound else []
-        self.progress(f"{sum(r['count'] for r in unfound)} keys not in their partitions' files: "
-                      f"looking in {len(second)} of the other {len(rest)} files")
+        self.progress(f"{count_of(sum(r['count'] for r in unfound), 'key')} not in their "
+                      f"partitions' files: looking in {len(second)} of the other "
+                      f"{count_of(len(rest), 'file')}")
         if not second:
             return tagged, stats
         found = tagged.where("__sized_file is not null")
@@ -551,7 +552,8 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
     by_path = {f.path: f for f in current}
     removed = [by_path[s.file] for s in plan.rewrites]
     like = cfg.target_file_size
-    progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added), like)}, "
+    progress(f"wrote {count_of(len(added), 'file')}, "
+             f"{format_size(sum(a.bytes for a in added), like)}, "
              f"rewriting {format_size(sum(f.bytes for f in removed), like)} of existing files")
     summary = plan.summary
     return Staged(added, removed, summary["new_files"] + summary["files_rewritten"], bpr,
@@ -631,9 +633,9 @@ def _as_small_merge(job: WriteJob, key_check: KeyCheck, passes, staging: str,
     candidates, target = held + topped, cfg.target_file_size
     read = format_size(sum(f.bytes for f in candidates), target)
     job.progress(f"small upsert (Spark estimates {format_size(estimate, target)}): one task "
-                 f"writes each partition's file again, reading {len(candidates)} files of "
-                 f"{read} ({len(held)} of {len(current)} files may hold a key, {len(topped)} "
-                 f"more small files topped up)")
+                 f"writes each partition's file again, reading {count_of(len(candidates), 'file')}"
+                 f" of {read} ({len(held)} of {count_of(len(current), 'file')} may hold a key, "
+                 f"{count_of(len(topped), 'more small file')} topped up)", phase="merge")
     rows, changes, nulls = _merged_rows(job, key_check, found, candidates)
     added = write_one_task(job, rows, staging)
     if added is None:
@@ -642,8 +644,9 @@ def _as_small_merge(job: WriteJob, key_check: KeyCheck, passes, staging: str,
         check_null_counts(resolve_names(cfg.not_null_columns, job.df.columns), [nulls.get])
     counted = changes.get
     written = sum(a.rows for a in added)
-    job.progress(f"wrote {len(added)} files, {format_size(sum(a.bytes for a in added), target)}"
-                 f", rewriting {read} of existing files")
+    job.progress(f"wrote {count_of(len(added), 'file')}, "
+                 f"{format_size(sum(a.bytes for a in added), target)}, rewriting {read} of "
+                 f"existing files")
     return Staged(added, candidates, len(added), sum(a.bytes for a in added) / written
                   if written else None, {f.partition for f in current}, len(current),
                   RowChanges(**{k: counted[k] or 0 for k in ("inserted", "updated", "deleted")}))
@@ -719,8 +722,10 @@ def _write_upsert(job, key_check, passes, bpr, staging, current):
             f"; {probed}" if probed else
             "; Bloom filters not probed: the driver has no helper jar (a cluster), or it "
             "could not read them")
-        progress(f"tagging incoming keys against {len(first)} of {len(current)} files "
-                 f"(the batch's partitions; index scope {cfg.index_scope}{bloom})")
+        progress(f"tagging incoming keys against {len(first)} of "
+                 f"{count_of(len(current), 'file')} (the batch's partitions; index scope "
+                 f"{cfg.index_scope}{bloom})")
+    progress.phase("tag")
     tagged, stats = tagger.tag_persisted(batch, first)
     try:
         tagger.check_not_null_groups(stats)
@@ -735,10 +740,11 @@ def _write_upsert(job, key_check, passes, bpr, staging, current):
                            excluded=pending_plan_files(job.proto.timeline),
                            file_rows={f.path: f.rows for f in current})
         summary = plan.summary
-        progress(f"plan: {summary['files_rewritten']} files rewritten, {summary['new_files']} new "
-                 f"files, {summary['inserts_into_existing']} inserts packed into small files, "
-                 f"{summary['inserts_into_new']} into new files, {summary['updates']} rows "
-                 f"updated or deleted")
+        progress(f"plan: {count_of(summary['files_rewritten'], 'file')} rewritten, "
+                 f"{count_of(summary['new_files'], 'new file')}, "
+                 f"{count_of(summary['inserts_into_existing'], 'insert')} packed into small "
+                 f"files, {summary['inserts_into_new']} into new files, "
+                 f"{count_of(summary['updates'], 'row')} updated or deleted")
         if plan.slots:
             slots = _slot_write(job, plan, tagged, tagger, spark_path_of, current, staging)
             bloom = write_options(bloom_key(cfg, job.df.columns), cfg.target_file_size, bpr)
@@ -776,7 +782,8 @@ def _window_groups(job, tagger, current, window) -> List[TagGroup]:
         values = tuple(text for _c, text in parse_partition_path(by_path[rel].partition))
         groups.append(TagGroup(values, values, rel, True, True, r["count"]))
     job.progress(f"window {job.cfg.batch_window[0]} .. {job.cfg.batch_window[1]}: "
-                 f"{sum(g.rows for g in groups)} rows in {len(groups)} files replaced")
+                 f"{count_of(sum(g.rows for g in groups), 'row')} in "
+                 f"{count_of(len(groups), 'file')} replaced")
     return groups
 
 

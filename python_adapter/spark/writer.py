@@ -2,6 +2,7 @@
 insert_overwrite here (planned by `core.planning`, routed by `distribution`), upsert and
 insert in `upsert`. Everything that changes the table, its definition in the metastore
 included, happens under its writer lock, as one Transaction."""
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, Optional
 
@@ -14,7 +15,7 @@ from python_adapter.core.config import SizedConfig, check_columns
 from python_adapter.core.notice import Notice
 from python_adapter.core.partitions import check_partition_texts
 from python_adapter.core.planning import bounded_bytes_per_row, plan_partitions, plan_static
-from python_adapter.core.sizes import format_size
+from python_adapter.core.sizes import count_of, format_size
 from python_adapter.errors import ConfigError, LockError, WriteError
 from python_adapter.io.filesystems import filesystem
 from python_adapter.spark.catalog import (TableInfo, TableRef, create_table, describe_table,
@@ -23,8 +24,8 @@ from python_adapter.spark.catalog import (TableInfo, TableRef, create_table, des
 from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.distribution import distribute, matched_by_value
 from python_adapter.spark.job import (Progress, RowChanges, Staged, WriteJob, WriteResult,
-                                      Written, cache_batch, delete_flag, resolve_names,
-                                      worth_caching)
+                                      Written, cache_batch, delete_flag, job_phases,
+                                      resolve_names, worth_caching)
 from python_adapter.spark.cluster_exec import run_clustering, run_compaction
 from python_adapter.spark.constraints import (check_not_null_rows, check_null_counts,
                                               null_count_names, null_counts,
@@ -44,7 +45,7 @@ from python_adapter.table.lock import LockOptions
 from python_adapter.table.files import current_files
 from python_adapter.table.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
                                            PREVIOUS_TYPE, Instant, Timeline, is_clustering,
-                                           meta_dir_of)
+                                           meta_dir_of, setting_aside_unreadable)
 from python_adapter.table.transaction import Transaction
 
 
@@ -54,12 +55,14 @@ def write_dataframe(spark: SparkSession, df: DataFrame, table: TableRef, cfg: Si
     `cluster_every_n_commits` or `compact_every_n_commits` is due."""
     check_columns(cfg, df.columns)
     check_predicates(df, cfg)
-    progress = Progress(log, f"{table.schema}.{table.identifier}")
-    fs = filesystem(spark)
-    job = WriteJob(spark, fs, None, df, table, cfg, resolve_names(cfg.partition_by, df.columns),
-                   progress)
-    result = _write_locked(job, full_refresh)
-    _services_if_due(job)
+    name = f"{table.schema}.{table.identifier}"
+    with job_phases(spark, name, "prepare") as phases:  # the Spark UI's job descriptions
+        progress = Progress(log, name, phases)
+        fs = filesystem(spark)
+        job = WriteJob(spark, fs, None, df, table, cfg,
+                       resolve_names(cfg.partition_by, df.columns), progress)
+        result = _write_locked(job, full_refresh)
+        _services_if_due(job)
     return result
 
 
@@ -74,7 +77,9 @@ def _write_locked(job: WriteJob, full_refresh: bool) -> WriteResult:
         here = fs.qualify(existing.location) if existing is not None else None
         operation = "full_refresh" if full_refresh or existing is None else cfg.incremental_strategy
         lock = LockOptions(lease=cfg.lock_lease, timeout=cfg.lock_timeout)
-        with locked_locations(spark, table, operation, [target] + [here] * (here is not None),
+        # a full refresh replaces every file: an unreadable record of them is set aside
+        aside = setting_aside_unreadable() if full_refresh else nullcontext()
+        with aside, locked_locations(spark, table, operation, [target] + [here] * (here is not None),
                               log=job.progress, lock=lock) as protos:
             existing = describe_table(spark, table)  # recovery may have restored or dropped it
             now = fs.qualify(existing.location) if existing is not None else None
@@ -119,18 +124,20 @@ def _services_if_due(job: WriteJob) -> None:
     clustering = commits_since(timeline, is_clustering)
     if cfg.cluster_by and cfg.cluster_every_n_commits and \
             clustering >= cfg.cluster_every_n_commits:
-        job.progress(f"inline clustering: {clustering} commits since the last clustering")
+        job.progress(f"inline clustering: {count_of(clustering, 'commit')} since the last "
+                     f"clustering")
         _inline(job, "clustering", lambda: run_clustering(
             job.spark, job.table, cfg.cluster_by, cfg.cluster_strategy, log=job.progress,
-            target_file_size=cfg.target_file_size,
+            target_file_size=cfg.target_file_size, lock_timeout=cfg.lock_timeout,
             write_small_file_limit=cfg.small_file_limit or None))
         return
     since = commits_since(timeline, _rewritten)
     if cfg.compact_every_n_commits and since >= cfg.compact_every_n_commits:
-        job.progress(f"inline compaction: {since} commits since the last compaction")
+        job.progress(f"inline compaction: {count_of(since, 'commit')} since the last compaction")
         _inline(job, "compaction", lambda: run_compaction(
             job.spark, job.table, {"target_file_size": cfg.target_file_size,
-                                   "small_file_limit": cfg.small_file_limit or None},
+                                   "small_file_limit": cfg.small_file_limit or None,
+                                   "lock_timeout": cfg.lock_timeout},
             log=job.progress))
 
 
@@ -220,7 +227,8 @@ def _check_location_is_free(fs, proto, table, existing):
     leftovers = fs.list_files(proto.location) if fs.exists(proto.location) else []
     if leftovers:
         raise WriteError(f"cannot create {table.quoted}: its location {proto.location} already "
-                         f"holds {len(leftovers)} files of no table; move them away first")
+                         f"holds {count_of(len(leftovers), 'file')} of no table; move them "
+                         f"away first")
 
 
 def _commit_write(job: WriteJob, extra: Optional[dict] = None, define=None) -> WriteResult:
@@ -239,7 +247,8 @@ def _commit_write(job: WriteJob, extra: Optional[dict] = None, define=None) -> W
         txn.registered = staged.registered
         txn.define = define
         txn.completed_extra["bytes_per_row"] = f"{staged.bytes_per_row or 0:.3f}"
-        job.progress(f"publishing {len(staged.added)} files, replacing {len(staged.removed)}")
+        job.progress(f"publishing {count_of(len(staged.added), 'file')}, replacing "
+                     f"{len(staged.removed)}", phase="publish")
     done = txn.done
     result = WriteResult(
         operation=job.operation, instant=done.instant,
@@ -247,7 +256,8 @@ def _commit_write(job: WriteJob, extra: Optional[dict] = None, define=None) -> W
         files_written=len(staged.added), files_removed=len(staged.removed),
         files_before=staged.files_before, rows=done.rows_written, bytes=done.bytes_written,
         bytes_per_row=staged.bytes_per_row or 0.0, seconds=job.progress.elapsed,
-        changes=staged.changes, target_file_size=cfg.target_file_size)
+        changes=staged.changes, target_file_size=cfg.target_file_size,
+        partitioned=bool(job.pcols))
     job.progress(f"done: {result.message}")
     return result
 
@@ -285,12 +295,14 @@ def _write_planned(job: WriteJob, df: DataFrame, staging: str) -> Written:
     cached = cache_batch(job.spark, df) if cache else df
     try:
         plan = _plan(replace(job, df=cached))
-        progress(f"plan: {len(plan.plans) if plan.plans is not None else '?'} partitions, "
-                 f"{plan.total_files or 'Spark-chosen'} files, "
+        parts = count_of(len(plan.plans), "partition") if plan.plans is not None \
+            else "? partitions"
+        files = count_of(plan.total_files, "file") if plan.total_files else "Spark-chosen files"
+        progress(f"plan: {parts}, {files}, "
                  f"target {format_size(cfg.target_file_size, cfg.target_file_size)}, "
                  f"distribution {cfg.distribution}")
         if plan.total_rows != 0:
-            progress("writing files to staging")
+            progress("writing files to staging", phase="write")
             out = distribute(job.spark, cached, pcols, cfg.distribution, plan.total_files,
                              plan.plans, bytes_per_row=plan.bytes_per_row)
             bloom = write_options(bloom_key(cfg, df.columns), cfg.target_file_size,
@@ -298,7 +310,7 @@ def _write_planned(job: WriteJob, df: DataFrame, staging: str) -> Written:
             out.write.partitionBy(*pcols).options(**bloom).mode("overwrite").parquet(staging)
         key_col = resolve_names(cfg.unique_key[:1], df.columns)[0] if cfg.unique_key else None
         added = staged_entries(job.spark, job.fs, staging, key_col)
-        progress(f"wrote {len(added)} files, "
+        progress(f"wrote {count_of(len(added), 'file')}, "
                  f"{format_size(sum(a.bytes for a in added), cfg.target_file_size)}")
     finally:
         if cache:  # persist() returns the same object: remember whether we cached it
@@ -343,10 +355,11 @@ def _plan(job: WriteJob) -> _FilePlan:
     raw = raw_row_bytes(df, job.data_cols) if need_counts and cfg.file_count is None and \
         known_bytes_per_row(job)[0] is None else None
     if need_counts:
-        progress("counting rows per partition")
+        progress("counting rows per partition", phase="count")
         rows_by_partition, raw_by_partition = _count_by_partition(df, job.pcols, not_null, raw)
         total_rows = sum(rows_by_partition.values())
-        progress(f"counted {total_rows} rows in {len(rows_by_partition)} partitions")
+        progress(f"counted {count_of(total_rows, 'row')} in "
+                 f"{count_of(len(rows_by_partition), 'partition')}")
     if cfg.file_count is not None:
         if rows_by_partition is None:
             return _FilePlan(None, cfg.file_count, None, None)

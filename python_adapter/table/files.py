@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from python_adapter.core.sizes import format_count
+from python_adapter.core.sizes import count_of
 from python_adapter.errors import DamagedTableError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.timeline import FileEntry, Timeline
@@ -85,7 +85,7 @@ def damaged_files(index: Mapping[str, FileEntry], current: Iterable[FileEntry]
 
 
 def _rows(entry):
-    return f"{format_count(entry.rows)} rows" if entry.rows >= 0 else "rows unknown"
+    return count_of(entry.rows, "row") if entry.rows >= 0 else "rows unknown"
 
 
 def damage_message(name: str, missing: Sequence[FileEntry],

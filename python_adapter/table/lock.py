@@ -41,13 +41,26 @@ STALE_MARK = ".stale."
 SET_ASIDE_GRACE_MS = 3600_000
 
 
+# Where a model's writer sets how long it waits for a held lock (the lock error says it)
+MODEL_TIMEOUT = ("the model's lock_timeout config, e.g. config(lock_timeout='10m'), or "
+                 "+lock_timeout in dbt_project.yml")
+# How long any writer waits for a holder that takes the lock only for a short step (a table
+# service planning or committing: `brief`), whatever its own lock_timeout: services run
+# beside loads, so a load must not fail because one is committing at that moment.
+BRIEF_WAIT = 120.0
+
+
 @dataclass(frozen=True)
 class LockOptions:
     """lease: seconds a lock stays valid without renewal; timeout: seconds a writer waits
-    for a held lock (0: fail at once); poll: seconds between looks while waiting."""
+    for a held lock (0: fail at once); poll: seconds between looks while waiting;
+    timeout_set: where the user sets `timeout` (the lock error says it); brief: this
+    holder takes the lock for a short step only (others wait up to BRIEF_WAIT for it)."""
     lease: float = 300.0
     timeout: float = 0.0
     poll: float = 2.0
+    timeout_set: str = MODEL_TIMEOUT
+    brief: bool = False
 
     @property
     def heartbeat(self) -> float:
@@ -109,6 +122,12 @@ def holder_record(operation: str, lease: float = LockOptions.lease) -> dict:
             "since_ms": int(now * 1000), "boot_id": boot_id(), "process_start": process_start(pid),
             "token": uuid.uuid4().hex, "lease_ms": int(lease * 1000),
             "renewed_ms": int(now * 1000)}
+
+
+def wait_for(holder: dict, options: LockOptions) -> float:
+    """Seconds to wait for `holder`: the writer's timeout, or at least BRIEF_WAIT for a
+    holder that takes the lock for a short step only."""
+    return max(options.timeout, BRIEF_WAIT) if holder.get("brief") else options.timeout
 
 
 def lease_left(holder: dict, now_ms: Optional[int] = None) -> Optional[float]:
@@ -183,30 +202,34 @@ class WriterLock:
     def acquire(self, operation: str, options: LockOptions = LockOptions()) -> None:
         """Take the lock, waiting up to options.timeout for a holder to finish; LockError
         names the holder when it does not."""
-        deadline = time.monotonic() + options.timeout
-        waited = False
+        start = time.monotonic()
+        waited = 0.0
         while True:
-            holder = {**holder_record(operation, options.lease), **self.fs.holder_extra()}
+            holder = {**holder_record(operation, options.lease), **self.fs.holder_extra(),
+                      **({"brief": True} if options.brief else {})}
             current = self._try_take(holder)
             if current is None:
                 _HELD[self.path] = holder["token"]
                 self._holder = holder
                 self._start_heartbeat(options)
                 return
-            if time.monotonic() >= deadline:
-                raise LockError(
-                    f"the table is being written by another writer "
-                    f"({describe_holder(current, self.path)})"
-                    f"{f'; waited {format_duration(options.timeout)}' if waited else ''}. Try "
-                    f"again when it has finished, or set lock_timeout to wait for it. If that "
-                    f"writer is known to be gone, break its lock: dbt run-operation sized_unlock "
-                    f"--args '{{relation: <schema.table>, force: true}}' (or delete the lock "
-                    f"file); the next write rolls back its unfinished work")
+            wait = wait_for(current, options)
+            if time.monotonic() - start >= wait:
+                raise LockError(self._held_message(current, waited, options))
             if not waited:
-                self.log(Notice(f"waiting up to {format_duration(options.timeout)} for the "
+                self.log(Notice(f"waiting up to {format_duration(wait)} for the "
                                 f"writer lock ({describe_holder(current, self.path)})"))
-                waited = True
-            time.sleep(min(options.poll, max(0.0, deadline - time.monotonic())))
+            time.sleep(min(options.poll, max(0.0, start + wait - time.monotonic())))
+            waited = time.monotonic() - start
+
+    def _held_message(self, current: dict, waited: float, options: LockOptions) -> str:
+        return (f"the table is being written by another writer "
+                f"({describe_holder(current, self.path)})"
+                f"{f'; waited {format_duration(waited)}' if waited else ''}. Try again when it "
+                f"has finished, or let this writer wait for it: {options.timeout_set}. If that "
+                f"writer is known to be gone, break its lock: dbt run-operation sized_unlock "
+                f"--args '{{relation: <schema.table>, force: true}}' (or delete the lock "
+                f"file); the next write rolls back its unfinished work")
 
     def _try_take(self, holder: dict) -> Optional[dict]:
         """None when the lock was taken for `holder` (a stale one taken over), else the
@@ -276,7 +299,10 @@ class WriterLock:
         with self._mutex:
             if self._beat is None or self._beat.is_set():
                 return False  # released meanwhile
-            if self.read().get("token") != self._holder.get("token"):
+            current = self.read()
+            if not current:  # raises when the filesystem does not answer: a missed beat,
+                self.fs.exists(self.path)  # not a lost lock (a Connect server gone)
+            if current.get("token") != self._holder.get("token"):
                 self.log(f"the writer lock {self.path} was taken over; this write will not "
                          f"commit")
                 return False

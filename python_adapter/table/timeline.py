@@ -9,14 +9,17 @@ File names follow Hudi: `<instant>.<action>.requested`, `<instant>.<action>.infl
 """
 import io
 import re
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import (Any, Collection, Dict, Iterable, Iterator, List, Mapping, Optional,
+                    Sequence, Tuple)
 
 import fastavro
 
-from python_adapter.errors import TimelineError
+from python_adapter.errors import TimelineError, UnreadableInstantError
 
 from python_adapter.io.fs import FileStatus, HadoopFS
 
@@ -178,11 +181,19 @@ def _record(instant: Instant) -> dict:
     }
 
 
+class _Corrupt(TimelineError):
+    """A timeline file that does not decode (truncated, overwritten); `detail` says why."""
+
+    def __init__(self, name: str, detail: str) -> None:
+        super().__init__(f"timeline file {name} is corrupt or unreadable: {detail}")
+        self.detail = detail
+
+
 def _records(data, name):
     try:
         return list(fastavro.reader(io.BytesIO(data)))
     except Exception as exc:  # fastavro raises several types for truncated/corrupt input
-        raise TimelineError(f"timeline file {name} is corrupt or unreadable: {exc}") from exc
+        raise _Corrupt(name, str(exc) or type(exc).__name__) from exc
 
 
 def _check_version(rec, name, newest):
@@ -292,11 +303,15 @@ def parse_file_name(name: str) -> Optional[Tuple[str, str, str]]:
 
 def replay(files: Sequence[FileEntry], instants: Sequence[Instant]) -> Dict[str, FileEntry]:
     """{rel path: FileEntry} after the completed `instants` (in id order) on top of `files`:
-    each one's removes, then its adds; one that defines the table starts over."""
+    each one's removes, then its adds; one that defines the table, or a full refresh,
+    starts over."""
     out = {f.path: f for f in files}
     for inst in sorted(instants, key=lambda i: i.instant):
-        if inst.extra.get(DEFINES_TABLE) == "true":
-            out = {}  # a new definition starts over (earlier files: another table's)
+        if inst.extra.get(DEFINES_TABLE) == "true" or inst.operation == "full_refresh":
+            # a new definition's earlier files are another table's; a full refresh replaced
+            # every file there was (files deleted behind the timeline's back too, which it
+            # could not list: kept, they would make the next write refuse the table)
+            out = {}
         for f in inst.removed:
             out.pop(f.path, None)
         for f in inst.added:
@@ -319,6 +334,52 @@ def written_with(instants: Iterable[Instant]) -> Mapping[str, str]:
               and "target_file_size" in i.extra]
     return max(writes, key=lambda i: i.instant).extra if writes else {}
 
+
+QUARANTINE = "quarantine"   # the meta dir's folder of instant files set aside as unreadable
+_STATE_ORDER = ("completed", "inflight", "requested")   # latest first
+_THREAD = threading.local()
+
+
+@contextmanager
+def setting_aside_unreadable() -> Iterator[None]:
+    """Within it, this thread's Timelines holding the writer lock set the unreadable file of
+    a completed instant aside (to `<meta dir>/quarantine/`) instead of refusing the table:
+    sized_repair, which then records the table as it is, and a full refresh, which replaces
+    every file. The user chose either; nothing else sets a record of the table aside."""
+    before = getattr(_THREAD, "set_aside", False)
+    _THREAD.set_aside = True
+    try:
+        yield
+    finally:
+        _THREAD.set_aside = before
+
+
+def unfinished_in_this_thread() -> List[Tuple[str, str]]:
+    """(table location, instant id) of the instants this thread requested and has neither
+    completed nor rolled back (scheduled plans aside): what a write that stopped on a dead
+    Spark Connect server left for the next run's recovery."""
+    return sorted(getattr(_THREAD, "unfinished", {}))
+
+
+def forget_unfinished_in_this_thread() -> None:
+    _THREAD.unfinished = {}
+
+
+def _note_written(location: str, instant: "Instant") -> None:
+    unfinished = getattr(_THREAD, "unfinished", None)
+    if unfinished is None:
+        unfinished = _THREAD.unfinished = {}
+    key = (location, instant.instant)
+    if instant.state == "completed":
+        unfinished.pop(key, None)
+    elif instant.extra.get("scheduled") != "true":
+        unfinished[key] = instant.state
+
+
+def _note_dropped(location: str, ident: str) -> None:
+    getattr(_THREAD, "unfinished", {}).pop((location, ident), None)
+
+
 class Timeline:
     """Reads and writes the instants of one table through a HadoopFS."""
 
@@ -338,6 +399,8 @@ class Timeline:
         self._listing = None
         self._own = {}  # file name -> Instant this object wrote while the listing was kept
         self._archive_listing = None
+        self._unreadable = set()  # names of later-state files of unfinished instants: garbage
+        self.set_aside: List[str] = []  # unreadable completed files moved to the quarantine
 
     def hold(self, held: bool) -> None:
         """held=True once the writer lock is taken (the listing may be kept), False after."""
@@ -358,6 +421,7 @@ class Timeline:
                 FileStatus(path=f"{self.dir}/{name}", name=name, is_dir=False, size=-1,
                            modified_ms=-1)]
             self._own[name] = decode(data, name)
+        _note_written(self.location, instant)
         return instant
 
     def drop_earlier_states(self, done: Instant) -> None:
@@ -381,31 +445,88 @@ class Timeline:
         """Delete the inflight, then the requested file of an instant (rollback: the
         requested file goes last, so an interrupted rollback is found and repeated)."""
         self.forget()
+        garbage = f"{instant.instant}.{instant.action}"  # a completed file that never was whole
+        if garbage in self._unreadable:
+            self.fs.delete(f"{self.dir}/{garbage}", recursive=False)
         for state in ("inflight", "requested"):
             self.fs.delete(f"{self.dir}/{instant.instant}.{instant.action}.{state}",
                            recursive=False)
+        self._unreadable -= {garbage, f"{garbage}.inflight"}
+        _note_dropped(self.location, instant.instant)
 
     def read(self, file_name: str) -> Instant:
-        return decode(self.fs.read_bytes(f"{self.dir}/{file_name}"), file_name)
+        path = f"{self.dir}/{file_name}"
+        return decode(self.fs.read_bytes(path), path)
 
     def active(self) -> List[Instant]:
-        """The instants of the timeline directory at their latest state, oldest first;
-        not those the archive's checkpoint holds (an archival that stopped before deleting
-        their files)."""
-        latest = {}
-        order = {"requested": 0, "inflight": 1, "completed": 2}
+        """The instants of the timeline directory at their latest readable state, oldest
+        first; not those the archive's checkpoint holds (an archival that stopped before
+        deleting their files). A state file that does not decode is what a crash while it
+        was written leaves (`_latest_readable`)."""
+        states: Dict[str, Dict[str, Tuple[str, FileStatus]]] = {}
         for st in self.listing():
             parsed = parse_file_name(st.name)
-            if parsed is None:
-                continue
-            ident, action, state = parsed
-            seen = latest.get(ident)
-            if seen is None or order[state] > order[seen[1]]:
-                latest[ident] = (st, state)
+            if parsed is not None:
+                states.setdefault(parsed[0], {})[parsed[2]] = (parsed[1], st)
         cp = self.checkpoint()
         archived = cp.archived_ids if cp is not None else set()
-        return [self._read_cached(st) for ident, (st, _) in sorted(latest.items())
-                if ident not in archived]
+        found = [self._latest_readable(ident, states[ident]) for ident in sorted(states)
+                 if ident not in archived]
+        return [inst for inst in found if inst is not None]
+
+    def _latest_readable(self, ident: str, states: Mapping[str, Tuple[str, FileStatus]]
+                         ) -> Optional[Instant]:
+        """The instant `ident` at its latest state whose file decodes. A file is written
+        whole before the next step starts, so a crash while writing one leaves it unreadable
+        with the earlier states beside it: a completed file with its inflight beside it
+        (that inflight is the instant, unfinished: recovery rolls it back and deletes the
+        garbage); an inflight with nothing set aside yet (publish had not begun: the
+        instant rolls back as requested); a requested file (nothing staged is published: a
+        stand-in without files rolls it back). A completed file without its inflight, or an
+        inflight whose publish may have begun, is the user's to decide (`_unreadable_record`)."""
+        present = [s for s in _STATE_ORDER if s in states]
+        for k, state in enumerate(present):
+            action, st = states[state]
+            try:
+                return self._read_cached(st)
+            except _Corrupt as exc:
+                if (state == "completed" and present[k + 1:k + 2] != ["inflight"]) or (
+                        state == "inflight" and ("completed" in present
+                                                 or self._set_aside_any(ident))):
+                    return self._unreadable_record(states, st, exc)
+                self._unreadable.add(st.name)
+        action, st = states[present[-1]]  # every state unreadable: a crashed request
+        return Instant(instant=ident, action=action, state=present[-1], operation="unknown")
+
+    def _set_aside_any(self, ident: str) -> bool:
+        """Whether the instant has set files aside (its publish began): `replaced/<id>/` of
+        table/commit.py holds any."""
+        return bool(self.fs.list_dir(f"{self.meta_dir}/replaced/{ident}"))
+
+    @property
+    def quarantine_dir(self) -> str:
+        return f"{self.meta_dir}/{QUARANTINE}"
+
+    def _unreadable_record(self, states: Mapping[str, Tuple[str, FileStatus]],
+                           st: FileStatus, exc: "_Corrupt") -> None:
+        """An unreadable file recording what the table holds: refused, naming it and the ways
+        on, unless this thread sets such files aside under the writer lock
+        (setting_aside_unreadable); then the instant's files move to the quarantine, and the
+        timeline reads as if that instant had never been."""
+        path = f"{self.dir}/{st.name}"
+        if not (self._hold and getattr(_THREAD, "set_aside", False)):
+            raise UnreadableInstantError(path, exc.detail, self.quarantine_dir)
+        taken = {s.name for s in self.fs.list_dir(self.quarantine_dir)}
+        moved = []
+        for _action, each in states.values():
+            name = next(n for n in (each.name, *(f"{each.name}.{i}" for i in range(1, 1000)))
+                        if n not in taken)
+            self.fs.rename(each.path, f"{self.quarantine_dir}/{name}")
+            moved.append(each.name)
+        self.set_aside.extend(sorted(moved))
+        if self._listing is not None:
+            self._listing = [s for s in self._listing if s.name not in moved]
+        return None
 
     def listing(self) -> List[FileStatus]:
         """The timeline directory's files (kept while the writer lock is held)."""
@@ -471,7 +592,7 @@ class Timeline:
         if key not in _CHECKPOINTS:
             if len(_CHECKPOINTS) > 64:
                 _CHECKPOINTS.clear()
-            _CHECKPOINTS[key] = decode_checkpoint(self.fs.read_bytes(st.path), st.name)
+            _CHECKPOINTS[key] = decode_checkpoint(self.fs.read_bytes(st.path), st.path)
         return _CHECKPOINTS[key]
 
     def history(self) -> List[Instant]:
@@ -484,7 +605,7 @@ class Timeline:
         for st in self.fs.list_dir(self.history_dir) if cp is not None else ():
             parsed = archive_file(st.name)
             if parsed and parsed[0] == "history":
-                for inst in decode_many(self.fs.read_bytes(st.path), st.name):
+                for inst in decode_many(self.fs.read_bytes(st.path), st.path):
                     if inst.instant in archived:
                         full[inst.instant] = inst
         old = [full.get(i.instant, i) for i in (cp.archived if cp is not None else ())]

@@ -14,6 +14,8 @@ Every fenced block carries a language tag:
   (`server_side_parameters` or `spark.*` keys), or a dbt properties file (`models:`), whose
   configs pass the same checks and whose data tests exist with the arguments they take.
 - ```bash, ```diff, ```text: not run (commands, diffs, log output).
+- ```python: a dbt Python model, not run here: each is a model of tests/functional/dbt_python
+  as it is, which tests/functional/dbt/test_python_models.py runs.
 
 A block is exempted only by the marker `<!-- docs-test: skip -->` on the line before its
 fence; there should be very few.
@@ -37,7 +39,7 @@ from python_adapter.core.config_keys import unknown_key_error
 ROOT = Path(__file__).resolve().parents[2]
 SKIP_MARKER = "<!-- docs-test: skip -->"
 CHECKED = {"yaml", "yml", "sql"}
-NOT_RUN = {"bash", "diff", "text"}
+NOT_RUN = {"bash", "diff", "text", "python"}
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+)(?P<lang>[^\s`]*)\s*$")
 # dbt's generic tests, and ours (macros/tests/)
 DBT_TESTS = {"unique", "not_null", "accepted_values", "relationships"}

@@ -1,7 +1,8 @@
 """What `python -m build` makes is what a user installs: an sdist and a wheel (built from that
 sdist) carrying the license, the macros and the compiled Java helpers; the wheel, installed in
 a fresh venv on a host with only a Java runtime, runs `dbt run` of a sized model on the
-embedded Spark, binding it to loopback without being told to.
+embedded Spark, binding it to loopback without being told to. The wheel's `connect` extra
+installs a Spark Connect client without a JVM's part: no pyspark, py4j or Spark jars.
 
 Kept cheap: the build reuses pip's cache (setuptools, pyspark), and the fresh venv sees the
 test venv's dependencies through a tree of links that leaves this project's installed copy
@@ -81,8 +82,13 @@ def test_the_wheel_holds_the_license_the_macros_and_the_compiled_helpers(dist):
     assert "License-Expression: Apache-2.0" in metadata
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
     assert f"{info}/licenses/NOTICE" in names
-    for dep in ("dbt-adapters", "dbt-common", "dbt-spark", "pyspark"):
-        assert re.search(rf"^Requires-Dist: {dep}\b", metadata, re.M), dep
+    requires = re.findall(r"^Requires-Dist: (.*)$", metadata, re.M)
+    base = {re.match(r"[\w.-]+", r).group(0) for r in requires if "extra ==" not in r}
+    assert {"dbt-core", "dbt-adapters", "dbt-common", "dbt-spark"} <= base
+    # Spark comes with the method's extra: pyspark for session, the pure client for connect
+    assert not base & {"pyspark", "pyspark-client", "py4j"}, base
+    assert any(r.startswith("pyspark") and 'extra == "session"' in r for r in requires)
+    assert any(r.startswith("pyspark-client") and 'extra == "connect"' in r for r in requires)
     assert {f"dbt/include/sized_spark/{m}" for m in _macros()} <= names
     with zipfile.ZipFile(io.BytesIO(jar)) as helpers:
         classes = set(helpers.namelist())
@@ -193,3 +199,49 @@ def test_the_wheel_runs_a_sized_model_in_a_fresh_venv_with_only_a_jre(dist, tmp_
     assert len(rows) == 300
     hosts = {row["driver_host"] for row in rows}  # Spark 4 names 127.0.0.1 "localhost"
     assert len(hosts) == 1 and ipaddress.ip_address(socket.gethostbyname(hosts.pop())).is_loopback
+
+
+def _megabytes(folder):
+    return sum(os.lstat(os.path.join(root, name)).st_size
+               for root, _dirs, files in os.walk(folder) for name in files) / 2**20
+
+
+def test_the_connect_extra_installs_a_client_without_spark_s_jars(dist, tmp_path):
+    """`pip install 'dbt-sized-spark[connect]'` in a fresh venv, its dependencies from the
+    package index (or pip's cache): pyspark-client, not pyspark; no py4j, no jar but the
+    package's own two (the Connect server's extension ships in the wheel); and the plugin and
+    the engine import from it."""
+    if int(importlib.metadata.version("pyspark").split(".")[0]) < 4:
+        pytest.skip("checked once, in the pyspark 4 run: the connect install has no pyspark")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
+                           f"{_one(dist, '*.whl')}[connect]"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    site = Path(subprocess.check_output(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], text=True).strip())
+    installed = {d.metadata["Name"].lower() for d in importlib.metadata.distributions(path=[str(site)])}
+    assert "pyspark-client" in installed and not installed & {"pyspark", "py4j"}, installed
+    jars = sorted(str(p.relative_to(site)) for p in site.rglob("*.jar"))
+    assert jars == [CONNECT_JAR, JAR], jars
+    # importing the plugin and the whole engine needs no JVM's part (py4j, pyspark's classic modules)
+    probe = ("import importlib, pkgutil, sys, python_adapter, dbt.adapters.sized_spark\n"
+             "for m in pkgutil.walk_packages(python_adapter.__path__, 'python_adapter.'):\n"
+             "    importlib.import_module(m.name)\n"
+             "print(sorted(k for k in sys.modules if k.split('.')[0] == 'py4j'"
+             " or k in ('pyspark.context', 'pyspark.java_gateway')))")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")}
+    imported = subprocess.run([python, "-c", probe], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert imported.returncode == 0 and imported.stdout.strip() == "[]", \
+        imported.stdout[-2000:] + imported.stderr[-3000:]
+    version = subprocess.run([venv / "bin" / "dbt", "--version"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert re.search(r"^\s*- sized_spark:", version.stdout, re.M), version.stdout + version.stderr
+    # pyspark's jars alone are ~490 MB: the thin client's whole site-packages is about 570 MB,
+    # most of it pyarrow and pandas, which the Connect client needs
+    size = _megabytes(site)
+    print(f"connect-only venv: site-packages {size:.0f} MB, venv {_megabytes(venv):.0f} MB")
+    assert size < 700, f"site-packages is {size:.0f} MB"

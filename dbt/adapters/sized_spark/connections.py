@@ -18,8 +18,10 @@ from dbt.adapters.spark.session import Connection as SessionConnection
 from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
-from python_adapter.api import (FS_CLASS, STRATEGIES, class_archive_confs, embedded_confs,
-                                quiet_logging_confs, wait_for_settling)
+from python_adapter.api import (FS_CLASS, STRATEGIES, class_archive, embedded_confs,
+                                quiet_logging_confs, wait_for_settling, warm_up_at_exit)
+from python_adapter.api import ConnectBound, is_closed, unanswered_message
+from python_adapter.api import connect_session as new_connect_session
 
 logger = AdapterLogger("SizedSpark")
 
@@ -44,8 +46,14 @@ class SizedSparkConnectionManager(SparkConnectionManager):
                 logger.debug(f"embedded Spark: file: paths through {FS_CLASS} "
                              f"({embedded.jar or 'the running JVM'})" if embedded.confs else
                              f"embedded Spark: Hadoop's local filesystem as is ({embedded.why_not})")
-            # the driver JVM starts from the classes an earlier start loaded (AppCDS)
-            confs.update(class_archive_confs(confs))
+            # The driver JVM starts from the classes an earlier start loaded (AppCDS). At
+            # this process's exit it waits for its JVM to end (the next command finds the
+            # Derby metastore free), and a separate process writes the archive if none is
+            # there: never this JVM, which would hold the metastore a minute longer.
+            if warm_up_at_exit(confs):  # the process's first session: its JVM is to start
+                archive = class_archive(confs)
+                confs.update(archive.confs)
+                logger.debug(f"driver JVM class archive: {archive.note}")
             if confs != params:
                 creds.server_side_parameters = confs
             # read by the JVM and by pyspark when dbt-spark's builder starts them; only what
@@ -87,15 +95,25 @@ class SizedSparkConnectionManager(SparkConnectionManager):
 _CONNECT_SESSIONS = {}  # {sc:// URL: the Spark Connect session of this process}
 
 
-def connect_session(creds):
-    """The process's Spark Connect session for the profile's URL, made once: the profile's
-    server_side_parameters set on it (runtime settings; the server's own, such as
-    spark.master, belong on its start command)."""
-    url = creds.host
-    if url not in _CONNECT_SESSIONS:
-        from pyspark.sql import SparkSession
+def connect_bound(creds) -> ConnectBound:
+    """How long a Connect call waits for a server that does not answer: the profile's
+    connect_timeout per attempt, connect_retries attempts more (python_adapter/io/
+    connect_retries.py)."""
+    return ConnectBound(creds.host, float(creds.connect_timeout), int(creds.connect_retries))
 
-        spark = SparkSession.builder.remote(url).create()
+
+def connect_session(creds):
+    """The process's Spark Connect session for the profile's URL, made once (again after its
+    server closed it): its calls give up on a server that does not answer within
+    connect_bound, and its first call is made here, so a server that is not there fails
+    here (pyspark's error; open_connect words it). The profile's server_side_parameters are
+    set on it (runtime settings; the server's own, such as spark.master, belong on its
+    start command)."""
+    url = creds.host
+    if url in _CONNECT_SESSIONS and is_closed(_CONNECT_SESSIONS[url]):
+        del _CONNECT_SESSIONS[url]
+    if url not in _CONNECT_SESSIONS:
+        spark = new_connect_session(connect_bound(creds))
         for key, value in (creds.server_side_parameters or {}).items():
             try:
                 spark.conf.set(key, value)
@@ -138,13 +156,15 @@ def open_connect(connection):
     that sends its SQL to the Connect session."""
     if connection.state == ConnectionState.OPEN:
         return connection
+    creds = connection.credentials
     try:
-        spark = connect_session(connection.credentials)
+        spark = connect_session(creds)
     except Exception as exc:
         from dbt.adapters.exceptions import FailedToConnectError
 
-        raise FailedToConnectError(f"failed to connect to {connection.credentials.host}: "
-                                   f"{type(exc).__name__}: {exc}") from exc
+        gone = unanswered_message(connect_bound(creds), exc)
+        raise FailedToConnectError(gone or f"failed to connect to {creds.host}: "
+                                           f"{type(exc).__name__}: {exc}") from exc
     connection.handle = SessionConnectionWrapper(ConnectConnection(spark))
     connection.state = ConnectionState.OPEN
     return connection

@@ -2,6 +2,7 @@
 method more: `connect`, a Spark Connect server (`host: sc://...`), where dbt runs with no JVM
 and the sized engine reaches the table's storage through the server's extension."""
 from dataclasses import dataclass
+from typing import Any, Iterable, Tuple
 
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
 from dbt_common.dataclass_schema import StrEnum
@@ -19,6 +20,31 @@ class SizedSparkConnectionMethod(StrEnum):
 # The methods the sized engine runs on (the others send SQL only).
 ENGINE_METHODS = (SizedSparkConnectionMethod.SESSION, SizedSparkConnectionMethod.CONNECT)
 
+# What `dbt debug` shows of a profile (Credentials.connection_info): the fields the method
+# in use reads, not dbt-spark's one list for all (port 443, cluster and organization mean
+# nothing to an embedded session).
+CONNECTION_KEYS = {
+    SizedSparkConnectionMethod.SESSION: ("method", "schema"),
+    SizedSparkConnectionMethod.CONNECT: ("method", "host", "schema", "connect_timeout",
+                                         "connect_retries"),
+    SizedSparkConnectionMethod.THRIFT: ("method", "host", "port", "schema", "user", "auth",
+                                        "kerberos_service_name", "use_ssl"),
+    SizedSparkConnectionMethod.HTTP: ("method", "host", "port", "cluster", "endpoint",
+                                      "organization", "schema", "connect_timeout",
+                                      "connect_retries"),
+    SizedSparkConnectionMethod.ODBC: ("method", "host", "port", "driver", "cluster",
+                                      "endpoint", "organization", "schema"),
+}
+# ... and for method: session, the settings of server_side_parameters that say where Spark
+# runs and where the tables and the catalog live, with what Spark does when one is unset.
+SESSION_SETTINGS = (
+    ("spark.master", "local[*] (pyspark's default)"),
+    ("spark.sql.warehouse.dir", "spark-warehouse (Spark's default, in the directory dbt runs in)"),
+    ("spark.hadoop.javax.jdo.option.ConnectionURL",
+     "metastore_db (an embedded Derby, in the directory dbt runs in)"),
+    ("spark.hadoop.hive.metastore.uris", None),
+)
+
 
 @dataclass
 class SizedSparkCredentials(SparkCredentials):
@@ -27,7 +53,19 @@ class SizedSparkCredentials(SparkCredentials):
     def __post_init__(self) -> None:
         if self.method == SizedSparkConnectionMethod.CONNECT:
             check_connect(self.host)
+            check_connect_bound(self.connect_timeout, self.connect_retries)
         super().__post_init__()
+
+    def _connection_keys(self) -> Tuple[str, ...]:
+        return CONNECTION_KEYS.get(self.method, super()._connection_keys())
+
+    def connection_info(self, *, with_aliases: bool = False) -> Iterable[Tuple[str, Any]]:
+        yield from super().connection_info(with_aliases=with_aliases)
+        if self.method == SizedSparkConnectionMethod.SESSION:
+            params = self.server_side_parameters or {}
+            for key, unset in SESSION_SETTINGS:
+                if params.get(key) or unset is not None:
+                    yield key, params.get(key) or unset
 
     @property
     def type(self) -> str:
@@ -45,6 +83,19 @@ class SizedSparkCredentials(SparkCredentials):
     @property
     def unique_field(self) -> str:
         return self.host  # type: ignore
+
+
+def check_connect_bound(timeout, retries) -> None:
+    """connect_timeout (seconds a Connect call waits for the server to answer) and
+    connect_retries (attempts more) must make a bound: a clear error before anything runs."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise DbtRuntimeError(f"connect_timeout must be a positive number of seconds (how "
+                              f"long a call waits for the Spark Connect server to answer), "
+                              f"got connect_timeout: {timeout!r}")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise DbtRuntimeError(f"connect_retries must be 0 or more (how many times a call the "
+                              f"server did not answer is tried again), got connect_retries: "
+                              f"{retries!r}")
 
 
 def check_connect(host) -> None:

@@ -71,7 +71,7 @@ _STATUS_WIDTH = 60
 
 
 def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
+    return api.count_of(n, word)
 
 
 def _status(result: Dict[str, Any]) -> str:
@@ -85,7 +85,9 @@ def _status(result: Dict[str, Any]) -> str:
     else:
         rows = _plural(changes["inserted"], "row")
     text = f"{rows}, {_plural(result['files_written'], 'file')}"
-    where = f" in {_plural(result['partitions'], 'partition')}" if result["partitions"] else ""
+    # an unpartitioned table's files are all in its one directory: no "in 1 partition"
+    where = f" in {_plural(result['partitions'], 'partition')}" \
+        if result.get("partitioned") and result["partitions"] else ""
     # the longest of these that fits; the rows alone (under 60 up to billions of each) last
     return next((s for s in (text + where, text) if len(s) <= _STATUS_WIDTH), rows)
 
@@ -152,6 +154,17 @@ class SizedSparkAdapter(SparkAdapter):
         settled(logger)
         super().cleanup_connections()
 
+    def debug_query(self) -> None:
+        """`dbt debug`'s connection test. On session and connect, the checks of
+        dbt/adapters/sized_spark/debug.py (Java, the Spark session, the helper jar, the
+        warehouse; the Connect server and its extension), each printed, a failure raised
+        naming its fix; dbt-spark's `select 1` on the other methods."""
+        if not self.config.credentials.is_session:
+            return super().debug_query()
+        from dbt.adapters.sized_spark.debug import run_checks
+
+        run_checks(self.connections)
+
     @available
     def sized_require_session(self, what: str) -> str:
         """Fail unless the profile uses `method: session`; the materialization calls it first,
@@ -163,6 +176,11 @@ class SizedSparkAdapter(SparkAdapter):
     def sized_session_method(self) -> bool:
         """Whether the profile's method is session (the sized engine can write)."""
         return bool(self.config.credentials.is_session)
+
+    @available
+    def sized_count_of(self, n: int, word: str) -> str:
+        """'1 instant', '3 instants': the engine's count and noun, for the macros' lines."""
+        return _plural(int(n), word)
 
     @available
     def sized_check_config(self, model_config: Dict[str, Any], what: str,
@@ -179,11 +197,61 @@ class SizedSparkAdapter(SparkAdapter):
         return ""
 
     @available
+    def sized_takes(self, model_config: Dict[str, Any], language: str) -> bool:
+        """Whether dbt's `incremental` / `table` (or `snapshot`) of a model goes to the
+        sized engine: a SQL or Python model of Parquet (file_format unset, dbt-spark's
+        default, or parquet), not opted out with `sized: false`, on a profile whose method
+        is session or connect (sized_takes_model in the macros asks here)."""
+        file_format = model_config.get("file_format")
+        return (language in ("sql", "python")
+                and model_config.get("sized", True) not in (False, "false", "False")
+                and (file_format is None or str(file_format).lower() == "parquet")
+                and self.sized_session_method())
+
+    def set_macro_resolver(self, macro_resolver) -> None:
+        # dbt hands the adapter the project's manifest once it is parsed, before a command
+        # (parse, compile, run, build, ...) opens a connection: a sized model's config typo
+        # or bad value fails there, with the materialization's own message, instead of
+        # after the Spark session's start (a macros-only manifest has no nodes)
+        super().set_macro_resolver(macro_resolver)
+        for node in getattr(macro_resolver, "nodes", {}).values():
+            self._check_parsed_config(node)
+
+    def _check_parsed_config(self, node) -> None:
+        """sized_check_config of a parsed model or snapshot the sized engine writes."""
+        if node.resource_type not in ("model", "snapshot"):
+            return
+        config = node.config.to_dict(omit_none=True)  # the materialization's model.config
+        materialized, snapshot = config.get("materialized"), node.resource_type == "snapshot"
+        if materialized != "sized_incremental" and not (
+                (snapshot or materialized in ("incremental", "table"))
+                and self.sized_takes(config, node.language)):
+            return
+        kind = "snapshot" if snapshot else f"{materialized} model"
+        self.sized_check_config(config, f"{kind} {node.schema}.{node.alias}",
+                                values=not snapshot)
+
+    @available
     def sized_write(self, relation, compiled_code: str, model_config: Dict[str, Any],
                     full_refresh: bool, kind: str = "sized_incremental model") -> Dict[str, Any]:
         """Run the model's SQL and write it as a sized table; returns a summary for the log.
         kind: what errors call the node (a model, a snapshot)."""
-        name = f"{kind} {relation.schema}.{relation.identifier}"
+        return self._sized_write(f"{kind} {relation.schema}.{relation.identifier}", relation,
+                                 api.write_model, compiled_code, model_config, full_refresh)
+
+    @available
+    def sized_write_python(self, relation, compiled_code: str, model_config: Dict[str, Any],
+                           full_refresh: bool, path: str) -> Dict[str, Any]:
+        """Run a Python model's function here, on the profile's session (session or
+        connect), and write the DataFrame it returns as sized_write writes SQL rows. path:
+        the model's file, which its traceback names."""
+        return self._sized_write(f"python model {relation.schema}.{relation.identifier}",
+                                 relation, api.write_python, api.PythonModel(compiled_code, path),
+                                 model_config, full_refresh)
+
+    def _sized_write(self, name: str, relation, write, code, model_config: Dict[str, Any],
+                     full_refresh: bool) -> Dict[str, Any]:
+        """write: api.write_model (code: SQL) or api.write_python (code: a PythonModel)."""
         cfg = _engine_call(name, api.parse_config, dict(model_config))
         spark = self.connections.spark_session()
         # over session, the commit's statistics and cleanup run while dbt goes on (its next
@@ -191,9 +259,8 @@ class SizedSparkAdapter(SparkAdapter):
         background = api.settle_in_background() if not self.config.credentials.is_connect \
             else contextlib.nullcontext()
         with background:
-            result = _engine_call(name, api.write_model, spark,
-                                  self._table_ref(relation, model_config), compiled_code, cfg,
-                                  full_refresh=full_refresh, log=_engine_log)
+            result = _engine_call(name, write, spark, self._table_ref(relation, model_config),
+                                  code, cfg, full_refresh=full_refresh, log=_engine_log)
         # Our writes bypass dbt's SQL path: forget cached relation metadata for this table.
         self.cache_added(relation.incorporate(type="table"))
         return {**result.as_dict(), "response": _response(result.as_dict())}

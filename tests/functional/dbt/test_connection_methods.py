@@ -85,7 +85,11 @@ def test_thrift_builds_dbt_spark_models_and_refuses_sized_incremental(thrift_ser
     # dbt-spark's own materializations work over thrift
     assert "OK created sql table model sized_thrift.plain_table" in text, text[-4000:]
     assert "OK created sql view model sized_thrift.plain_view" in text, text[-4000:]
-    assert "PASS=2" in text and "ERROR=1" in text, text[-4000:]
+    assert "PASS=2" in text and "ERROR=2" in text, text[-4000:]
+    # a Python model reaches dbt-spark's submission (Databricks only), not dbt-core's guard
+    assert "Databricks cluster_id is required for all_purpose_cluster submission" in text, \
+        text[-4000:]
+    assert "submit_python_job is not intended" not in text
     # the sized model fails with the message naming method: session and method: connect
     assert ("sized_incremental model sized_thrift.sized_orders needs `method: session` or "
             "`method: connect`, but this profile uses `method: thrift`.") in text, text[-4000:]

@@ -7,6 +7,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from python_adapter.core import curves
+from python_adapter.core.notice import Notice
 from python_adapter.errors import ConfigError
 from python_adapter.spark.catalog import TableRef, describe_table
 from python_adapter.core.clustering import cell_of, cell_table, grid_cells
@@ -586,10 +587,12 @@ def test_partial_progress_commits_batch_by_batch_and_readers_see_every_row(spark
     result = run_compaction(spark, table, {}, log=logs.append)
     assert (result.groups, result.commits, result.files_replaced, result.files_written) == \
         (6, 2, 12, 6)
-    assert "1 plan(s), 6 groups in 2 commits, files 12 -> 6, " in result.message
-    lines = [m for m in logs if m.startswith("compaction batch")]
-    assert [m.split(" KB")[0].rsplit(",", 1)[0] for m in lines] == [
-        "compaction batch 1/2: 4 groups, files 8 -> 4", "compaction batch 2/2: 2 groups, files 4 -> 2"]
+    assert "1 plan, 6 groups in 2 commits, files 12 -> 6, " in result.message
+    # a line per batch at dbt's default level (a Notice), naming the table
+    lines = [m for m in logs if isinstance(m, Notice) and "compaction batch" in m]
+    assert [m.rsplit(" (", 1)[0] for m in lines] == [
+        f"{schema}.batched: compaction batch 1/2, 4 groups, 8 files -> 4",
+        f"{schema}.batched: compaction batch 2/2, 2 groups, 4 files -> 2"]
     fs = HadoopFS(spark)
     timeline = Timeline(fs, location)
     batches = timeline.completed(("replacecommit",))

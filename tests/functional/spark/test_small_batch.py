@@ -332,7 +332,7 @@ def test_an_unpartitioned_small_insert_tops_up_the_tables_small_file(spark, sche
             "'v1' as tag", "if(id = 905, null, 'v2') as tag"), not_null_columns=["tag"], **flat)
     batch = rows_sql(n=50, tag="v2", first=1000)
     log = insert(spark, table, batch, not_null_columns=["tag"], **flat)
-    assert "topping up 1 small files" in log and "plan:" not in log
+    assert "topping up 1 small file (" in log and "plan:" not in log
     [after] = files_by_partition(spark, schema, "flat_app").values()
     assert len(before) == len(after) == 1 and before[0].path != after[0].path
     insert(spark, table, batch + " where false", **flat)

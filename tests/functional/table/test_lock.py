@@ -203,7 +203,7 @@ def test_the_cleaner_deletes_locks_set_aside_as_stale_after_an_hour_never_a_live
     try:
         _age(meta, fresh + ["cluster.lock"])
         result = clean_table(spark, table, log=lambda m: None)
-        assert _stale_locks(meta) == [] and "1 stale lock files deleted" in result.message
+        assert _stale_locks(meta) == [] and "1 stale lock file deleted" in result.message
         live.ensure_held()
     finally:
         live.release()

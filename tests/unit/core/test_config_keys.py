@@ -10,7 +10,7 @@ from python_adapter.core.config_keys import MODEL_KEYS, reference_markdown, unkn
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 REFERENCE = os.path.join(REPO, "docs", "reference", "configuration.md")
 # the dbt layer reads these model keys itself (impl.py: location_root; macros: the others)
-READ_BY_THE_DBT_LAYER = {"location_root"}
+READ_BY_THE_DBT_LAYER = {"location_root", "sized"}  # sized: SizedSparkAdapter.sized_takes
 
 
 def _macro_keys():

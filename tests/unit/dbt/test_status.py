@@ -2,9 +2,9 @@
 from dbt.adapters.sized_spark.impl import _STATUS_WIDTH, _status
 
 
-def _result(inserted=0, updated=0, deleted=0, files=0, partitions=0):
+def _result(inserted=0, updated=0, deleted=0, files=0, partitions=0, partitioned=True):
     return {"changes": {"inserted": inserted, "updated": updated, "deleted": deleted},
-            "files_written": files, "partitions": partitions}
+            "files_written": files, "partitions": partitions, "partitioned": partitioned}
 
 
 def test_the_status_says_the_rows_files_and_partitions_in_the_users_terms():
@@ -21,3 +21,10 @@ def test_a_long_status_drops_the_partitions_then_the_files_never_the_rows():
                            partitions=36_500))
     assert huge == "1,234,567,890 new, 234,567,890 updated, 34,567,890 deleted"
     assert len(huge) <= _STATUS_WIDTH
+
+
+def test_an_unpartitioned_table_says_nothing_about_partitions():
+    # its files are all in one directory, which the write result counts as one partition
+    assert _status(_result(1, files=1, partitions=1, partitioned=False)) == "1 row, 1 file"
+    assert _status(_result(25_532, files=3, partitions=1, partitioned=False)) == \
+        "25,532 rows, 3 files"

@@ -1,15 +1,18 @@
-"""The driver JVM's class archive (io/jvm_startup.py): written at the first start, mapped at
-the next ones, never fighting a profile that manages class data sharing itself."""
+"""The driver JVM's class archive (io/jvm_startup.py): mapped once a warm-up process has
+written it, never written by a session's own JVM, claimed by one live writer at a time,
+never fighting a profile that manages class data sharing itself."""
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
 
 from python_adapter.io.fast_local_fs import helpers_jar
-from python_adapter.io.jvm_startup import (JAVA_OPTIONS, MAX_ARCHIVES, OFF, QUIET_CDS,
-                                          class_archive_confs)
+from python_adapter.io.jvm_startup import (CLAIM_MINUTES, JAVA_OPTIONS, MAX_ARCHIVES, OFF,
+                                          QUIET_CDS, alive, archive_path, claim, class_archive,
+                                          class_archive_confs, failed_marker)
 
 
 @pytest.fixture
@@ -17,100 +20,159 @@ def env(tmp_path):
     return {"PATH": os.environ["PATH"], "XDG_CACHE_HOME": str(tmp_path)}
 
 
+CONFS = {JAVA_OPTIONS: "-Dx=1"}
+
+
 def _options(env, confs=None):
-    return class_archive_confs(confs or {JAVA_OPTIONS: "-Dx=1"}, env).get(JAVA_OPTIONS, "")
+    return class_archive_confs(confs or CONFS, env).get(JAVA_OPTIONS, "")
 
 
-def test_the_first_start_writes_its_own_archive_and_later_ones_map_it(env, tmp_path):
-    first = _options(env)
-    assert first.startswith("-Dx=1 ") and "-XX:+IgnoreUnrecognizedVMOptions" in first
-    written = first.split("-XX:ArchiveClassesAtExit=")[1].split()[0]
-    assert written.endswith(f".{os.getpid()}") and written.startswith(str(tmp_path))
-    with open(written, "wb") as fh:  # as the JVM leaves it at exit
-        fh.write(b"archive")
-    assert _options(env) == ""  # maybe still being written: start as Spark does meanwhile
-    old = time.time() - 600
-    os.utime(written, (old, old))
+def _write(path, content=b"archive", age=0):
+    with open(path, "wb") as fh:
+        fh.write(content)
+    when = time.time() - age
+    os.utime(path, (when, when))
+
+
+@pytest.fixture
+def process():
+    """A live process other than this one (a writer's), stopped afterwards by its pid."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+def _dead_pid():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_start_never_writes_an_archive_and_maps_the_one_a_warm_up_moved_in(env, tmp_path,
+                                                                             process):
+    """The session's own JVM holds the embedded metastore while it writes an archive (a
+    minute or two after dbt returns): it must never be told to write one."""
+    archive = archive_path(CONFS, env)
+    assert archive.startswith(str(tmp_path))
+    first = class_archive(CONFS, env)
+    assert first.confs == {} and "a separate process writes" in first.note
+    assert not os.path.exists(os.path.dirname(archive))  # nothing written
+    # a warm-up claims it and its JVM writes into the claim: not mapped, not written twice
+    os.makedirs(os.path.dirname(archive))
+    _write(f"{archive}.{process}")
+    writing = class_archive(CONFS, env)
+    assert writing.confs == {} and f"being written by process {process}" in writing.note
+    assert claim(archive) is None  # a second warm-up leaves
+    os.replace(f"{archive}.{process}", archive)  # as the warm-up does once its JVM exited
     mapped = _options(env)
-    archive = written.rsplit(".", 1)[0]
+    assert mapped.startswith("-Dx=1 ") and "-XX:+IgnoreUnrecognizedVMOptions" in mapped
     assert f"-XX:SharedArchiveFile={archive} -Xshare:auto" in mapped and QUIET_CDS in mapped
-    assert os.path.exists(archive) and not os.path.exists(written)
+    assert "ArchiveClassesAtExit" not in mapped
 
 
-def test_archives_other_starts_left_are_removed_once_one_is_taken(env, tmp_path):
-    """Starts that found no archive while another was written each wrote their own; once one
-    is taken, the rest (and the empty claims of JVMs that died) only fill the disk."""
-    first = _options(env).split("-XX:ArchiveClassesAtExit=")[1].split()[0]
-    archive = first.rsplit(".", 1)[0]
-    old = time.time() - 600
-    for name, content in [(first, b"archive"), (f"{archive}.1", b""), (f"{archive}.2", b"another")]:
-        with open(name, "wb") as fh:
-            fh.write(content)
-        os.utime(name, (old, old))
-    assert "-XX:SharedArchiveFile=" in _options(env)  # one of the two is taken
-    being_written = f"{archive}.3"
-    with open(being_written, "wb") as fh:
-        fh.write(b"being written")
+def test_a_claim_counts_while_its_writer_lives_and_not_longer_than_the_cap(env, process):
+    """The claim names its writer: it counts while that process runs however long its JVM
+    takes (no 15 s guess), goes when the process died, and stops counting after
+    CLAIM_MINUTES even if a process of that pid runs (a reused pid)."""
+    archive = archive_path(CONFS, env)
+    os.makedirs(os.path.dirname(archive))
+    live, dead = f"{archive}.{process}", f"{archive}.{_dead_pid()}"
+    _write(live, b"", age=600)
+    _write(dead, b"half written")
+    assert "being written" in class_archive(CONFS, env).note
+    assert os.path.exists(live) and not os.path.exists(dead)
+    _write(live, b"", age=CLAIM_MINUTES * 60 + 5)
+    assert "a separate process writes" in class_archive(CONFS, env).note
+    assert not os.path.exists(live)
+
+
+def test_claims_are_exclusive_and_leftovers_go_once_the_archive_is_taken(env, process):
+    archive = archive_path(CONFS, env)
+    os.makedirs(os.path.dirname(archive))
+    mine = claim(archive)
+    assert mine == f"{archive}.{os.getpid()}" and os.path.getsize(mine) == 0
+    _write(mine)
+    os.replace(mine, archive)
+    assert claim(archive) is None  # there already
+    # what a killed warm-up's JVM or an earlier version's JVM left, and a live writer's
+    dead = [f"{archive}.{_dead_pid()}", f"{archive}.{_dead_pid()}"]
+    for path in dead:
+        _write(path)
+    _write(f"{archive}.{process}")
     assert "-XX:SharedArchiveFile=" in _options(env)
     assert sorted(os.listdir(os.path.dirname(archive))) == sorted(
-        os.path.basename(p) for p in (archive, being_written))
+        os.path.basename(p) for p in (archive, f"{archive}.{process}"))
+
+
+def test_after_a_failed_warm_up_commands_say_so_and_start_none_for_a_day(env):
+    """A Java without dynamic archives, or a job that failed: a minute of CPU at every
+    command's exit would buy nothing."""
+    archive = archive_path(CONFS, env)
+    os.makedirs(os.path.dirname(archive))
+    _write(failed_marker(archive))
+    assert "the last warm-up wrote none" in class_archive(CONFS, env).note
+    _write(failed_marker(archive), age=25 * 3600)
+    assert "a separate process writes" in class_archive(CONFS, env).note
+
+
+def test_a_zombie_is_not_alive():
+    """A writer that exited but was not reaped yet (its parent, a dbt process, is gone and
+    the machine's init may be slow to reap) no longer writes."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.time() + 30
+    while alive(proc.pid) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not alive(proc.pid)
+    with open(f"/proc/{proc.pid}/stat") as fh:  # exited, not reaped: still listed
+        assert fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    proc.wait()
+    assert alive(os.getpid())
+
+
+def _taken(env, classpath, age=0):
+    """The archive of another key, written and moved in as a warm-up does: its path."""
+    confs = {**CONFS, "spark.driver.extraClassPath": classpath}
+    archive = archive_path(confs, env)
+    written = claim(archive)
+    _write(written)
+    os.replace(written, archive)
+    assert "-XX:SharedArchiveFile=" in _options(env, confs)
+    when = time.time() - age
+    os.utime(archive, (when, when))
+    return archive
 
 
 def test_archives_no_start_mapped_for_two_weeks_are_removed_when_a_new_one_is_written(env):
     """Each Spark, java or venv has its own archive (~200 MB); an old one goes once unused."""
-    first = _options(env).split("-XX:ArchiveClassesAtExit=")[1].split()[0]
-    archive = first.rsplit(".", 1)[0]
-    with open(first, "wb") as fh:
-        fh.write(b"archive")
-    weeks_ago = time.time() - 15 * 86400
-    os.utime(first, (weeks_ago, weeks_ago))
-    assert "-XX:SharedArchiveFile=" in _options(env)  # taken, and marked as used now
-    folder = os.path.dirname(archive)
-    unused, used = (os.path.join(folder, f"spark-classes-{k}.jsa") for k in ("old", "recent"))
-    for name, when in [(unused, weeks_ago), (used, time.time() - 13 * 86400)]:
-        with open(name, "wb") as fh:
-            fh.write(b"another key's archive")
-        os.utime(name, (when, when))
-    _options(env, {JAVA_OPTIONS: "-Dx=1", "spark.driver.extraClassPath": "/other.jar"})
-    assert sorted(os.path.basename(p) for p in os.listdir(folder) if p.endswith(".jsa")) == \
-        sorted(os.path.basename(p) for p in (archive, used))
-
-
-@pytest.mark.parametrize("theirs", ["-Xshare:off", "-XX:SharedArchiveFile=/x.jsa",
-                                    "-XX:ArchiveClassesAtExit=/y.jsa"])
-def test_a_profile_that_manages_class_sharing_keeps_its_own(env, theirs):
-    assert class_archive_confs({JAVA_OPTIONS: theirs}, env) == {}
-
-
-def test_it_can_be_turned_off(env):
-    assert class_archive_confs({}, {**env, OFF: "1"}) == {}
-
-
-def _archive_of(env, classpath):
-    """Writes the archive of another key, as its JVM would, and takes it: its path."""
-    written = _options(env, {JAVA_OPTIONS: "-Dx=1", "spark.driver.extraClassPath": classpath})
-    written = written.split("-XX:ArchiveClassesAtExit=")[1].split()[0]
-    with open(written, "wb") as fh:
-        fh.write(b"archive")
-    old = time.time() - 600
-    os.utime(written, (old, old))
-    return written.rsplit(".", 1)[0]
+    unused = _taken(env, "/old.jar", age=15 * 86400)
+    used = _taken(env, "/recent.jar", age=13 * 86400)
+    claim(archive_path(CONFS, env))
+    assert os.path.exists(used) and not os.path.exists(unused)
 
 
 def test_the_folder_keeps_at_most_max_archives_the_least_recently_used_going_first(env):
     """One per java, Spark and classpath (~200 MB each): a new one removes the least recently
     mapped beyond the cap, whatever their age."""
-    archives = []
-    for n in range(MAX_ARCHIVES + 1):
-        archives.append(_archive_of(env, f"/cp{n}.jar"))
-        assert "-XX:SharedArchiveFile=" in _options(  # taken: the file is complete
-            env, {JAVA_OPTIONS: "-Dx=1", "spark.driver.extraClassPath": f"/cp{n}.jar"})
-        when = time.time() - 3600 * (10 - n)  # mapped n hours after the first
-        os.utime(archives[-1], (when, when))
+    archives = [_taken(env, f"/cp{n}.jar", age=3600 * (10 - n)) for n in range(MAX_ARCHIVES + 1)]
     folder = os.path.dirname(archives[0])
     kept = sorted(p for p in os.listdir(folder) if p.endswith(".jsa"))
     assert len(kept) == MAX_ARCHIVES
     assert os.path.basename(archives[0]) not in kept  # the least recently mapped went
+
+
+@pytest.mark.parametrize("theirs", ["-Xshare:off", "-XX:SharedArchiveFile=/x.jsa",
+                                    "-XX:ArchiveClassesAtExit=/y.jsa"])
+def test_a_profile_that_manages_class_sharing_keeps_its_own(env, theirs):
+    use = class_archive({JAVA_OPTIONS: theirs}, env)
+    assert use.confs == {} and use.archive is None
+    assert use.note == f"off ({JAVA_OPTIONS} manages class data sharing)"
+
+
+def test_it_can_be_turned_off(env, tmp_path):
+    use = class_archive({}, {**env, OFF: "1"})
+    assert use.confs == {} and use.note == f"off ({OFF} is set)"
+    assert not os.listdir(tmp_path)  # not even the folder
 
 
 def _java(*options):

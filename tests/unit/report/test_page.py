@@ -75,7 +75,7 @@ def test_timeline_section_lists_instants_and_plots_both_series():
     section = page[page.index('<section id="timeline">'):page.index('<section id="clustering">')]
     assert section.count("<polyline") == 2
     assert "20260101000000001" in section and "20260101000000002" in section
-    assert "3 files, 3 small" in section and "1 files, 1 small" in section
+    assert "3 files, 3 small" in section and "1 file, 1 small" in section
     assert cards(page)["Small-file limit"] == format_size(SMALL)
 
 
