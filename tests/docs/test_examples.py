@@ -4,11 +4,14 @@ The documents: README.md, docs/**/*.md and benchmarks/README.md (the site includ
 Every fenced block carries a language tag:
 
 - ```sql: a model (`{{ config(...) }}`) or a snapshot (`{% snapshot %}`). All of them are
-  written into one small dbt project and compiled by real dbt in one invocation, on an
-  embedded `sized_spark` profile (refs and sources they name get stub models and a sources
-  file); then each node's config from the manifest must pass the adapter's own checks:
-  `unknown_key_error` (no key that looks like a typo of ours) and `parse_config` (every
-  value valid).
+  written into one small dbt project and built by real dbt in one invocation (`dbt build`,
+  a first run of each), on an embedded `sized_spark` profile: a model they ref must be one
+  the docs show as a file (```sql title="models/stg_events.sql"), a source they name gets
+  a table (SOURCE_TABLES); then each node's config from the manifest must pass the
+  adapter's own checks: `unknown_key_error` (no key that looks like a typo of ours) and
+  `parse_config` (every value valid).
+- Getting started's project (its blocks shown as files) is written as shown and its
+  commands (the `dbt ...` lines of its bash blocks) run in order: test_getting_started.py.
 - ```yaml / ```yml: parsed with yaml.safe_load, then by kind: a profile (`outputs`: type
   `sized_spark`, a known method, string Spark settings), a fragment of one
   (`server_side_parameters` or `spark.*` keys), or a dbt properties file (`models:`), whose
@@ -40,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SKIP_MARKER = "<!-- docs-test: skip -->"
 CHECKED = {"yaml", "yml", "sql"}
 NOT_RUN = {"bash", "diff", "text", "python"}
-FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+)(?P<lang>[^\s`]*)\s*$")
+FENCE = re.compile(r'^(?P<indent>[ \t]*)(?P<fence>```+)(?P<lang>[^\s`]*)'
+                   r'(?:\s+title="(?P<title>[^"]*)")?\s*$')
 # dbt's generic tests, and ours (macros/tests/)
 DBT_TESTS = {"unique", "not_null", "accepted_values", "relationships"}
 METHODS = {"session", "connect", "thrift", "http", "odbc"}
@@ -53,6 +57,7 @@ class Block:
     lang: str
     text: str
     skipped: bool
+    title: str = ""  # a block shown as a file (```sql title="models/events.sql"): its path
 
     @property
     def where(self) -> str:
@@ -82,7 +87,7 @@ def blocks_of(path: Path) -> List[Block]:
             i += 1
         previous = lines[start - 1].strip() if start > 0 else ""
         out.append(Block(path, start + 1, m.group("lang").lower(), "\n".join(body) + "\n",
-                         previous == SKIP_MARKER))
+                         previous == SKIP_MARKER, m.group("title") or ""))
         i += 1
     return out
 
@@ -145,9 +150,20 @@ def _check_tests(tests, where):
             assert not unknown, f"{where}: {name} takes no argument {sorted(unknown)}"
 
 
+def _target_fields():
+    """The keys a sized_spark profile's target takes (its credentials' fields)."""
+    from dataclasses import fields
+
+    from dbt.adapters.sized_spark.credentials import SizedSparkCredentials
+    return {f.name for f in fields(SizedSparkCredentials)} | {"type", "threads"}
+
+
 def check_yaml(block: Block) -> None:
     doc = yaml.safe_load(block.text)
     assert isinstance(doc, dict), f"{block.where}: expected a mapping"
+    if block.title == "dbt_project.yml":  # getting started's project, run by its own test
+        assert {"name", "profile"} <= set(doc), f"{block.where}: a project needs name and profile"
+        return
     if "models" in doc or "snapshots" in doc:  # a dbt properties file
         for kind in ("models", "snapshots"):
             for node in doc.get(kind) or []:
@@ -174,6 +190,8 @@ def check_yaml(block: Block) -> None:
     if all(isinstance(k, str) and k.startswith("spark.") for k in doc):
         _spark_settings(doc, block.where)
         return
+    if set(doc) <= _target_fields():  # a fragment of a profile's target
+        return
     pytest.fail(f"{block.where}: a YAML block that is neither a profile, a fragment of one, "
                 f"nor a dbt properties file; tag it otherwise or mark it {SKIP_MARKER}")
 
@@ -195,24 +213,17 @@ SNAPSHOT = re.compile(r"{%-?\s*snapshot\s+(\w+)\s*-?%}")
 
 
 def _node_name(block: Block) -> str:
+    """A block shown as a model file is that model (getting started's `stg_events`, which
+    the other pages' examples read); any other is named after where it is."""
+    if block.title.startswith("models/"):
+        return Path(block.title).stem
     rel = str(block.path.relative_to(ROOT)).replace("/", "_").replace("-", "_")
     return "doc_" + re.sub(r"\W", "_", rel[:-3]).lower() + f"_{block.line}"
 
 
-def _write_project(root: Path, spark_home: Path) -> dict:
-    """The dbt project of every SQL block; returns {node name: block}."""
-    (root / "models").mkdir(parents=True)
-    (root / "snapshots").mkdir()
-    (root / "dbt_project.yml").write_text(textwrap.dedent("""\
-        name: docs_examples
-        version: "1.0"
-        config-version: 2
-        profile: docs_examples
-        model-paths: ["models"]
-        snapshot-paths: ["snapshots"]
-        """))
+def _profile(name: str, spark_home: Path) -> dict:
     home = str(spark_home)
-    profile = {"docs_examples": {"target": "embedded", "outputs": {"embedded": {
+    return {name: {"target": "embedded", "outputs": {"embedded": {
         "type": "sized_spark", "method": "session", "host": "localhost", "schema": "docs",
         "threads": 1, "server_side_parameters": {
             "spark.master": "local[1]",
@@ -225,27 +236,52 @@ def _write_project(root: Path, spark_home: Path) -> dict:
             "spark.hadoop.javax.jdo.option.ConnectionURL":
                 f"jdbc:derby:;databaseName={os.path.join(home, 'metastore_db')};create=true",
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}"}}}}}
-    (root / "profiles.yml").write_text(yaml.safe_dump(profile))
-    nodes, refs, sources = {}, set(), set()
+
+
+# The tables the examples' sources name, made before the build (dbt's on-run-start) with
+# the columns the examples read
+SOURCE_TABLES = {("crm", "customers"): "select 1 as id, 'a' as name, "
+                                       "current_timestamp() as updated_at"}
+# microbatch examples build these days, not every day from their `begin` to today
+BATCH_WINDOW = ["--event-time-start", "2026-01-28", "--event-time-end", "2026-01-31"]
+
+
+def _write_project(root: Path, spark_home: Path) -> dict:
+    """The dbt project of every SQL block and of the model files the docs show; returns
+    {node name: block}. Every model an example refs must be one of them, every source one
+    of SOURCE_TABLES."""
+    (root / "models").mkdir(parents=True)
+    (root / "snapshots").mkdir()
+    sources = sorted({s for b in SQL_BLOCKS for s in SOURCE.findall(b.text)})
+    missing = [s for s in sources if s not in SOURCE_TABLES]
+    assert not missing, f"sources without a table in SOURCE_TABLES: {missing}"
+    on_run_start = [f"create database if not exists {s}" for s in sorted({s for s, _ in sources})]
+    on_run_start += [f"create table if not exists {s}.{t} using parquet as {SOURCE_TABLES[(s, t)]}"
+                     for s, t in sources]
+    (root / "dbt_project.yml").write_text(yaml.safe_dump({
+        "name": "docs_examples", "version": "1.0", "config-version": 2,
+        "profile": "docs_examples", "model-paths": ["models"], "snapshot-paths": ["snapshots"],
+        "on-run-start": on_run_start}))
+    (root / "profiles.yml").write_text(yaml.safe_dump(_profile("docs_examples", spark_home)))
+    nodes, refs = {}, set()
     for block in SQL_BLOCKS:
         assert "{{ config(" in block.text or SNAPSHOT.search(block.text), (
             f"{block.where}: a SQL block must be a model ({{{{ config(...) }}}}) or a snapshot; "
             f"tag it otherwise or mark it {SKIP_MARKER}")
         snap = SNAPSHOT.search(block.text)
         name = _node_name(block)
+        assert name not in nodes, f"{block.where}: a second model file {block.title}"
         if snap:
             text = SNAPSHOT.sub("{% snapshot " + name + " %}", block.text, count=1)
             (root / "snapshots" / f"{name}.sql").write_text(text)
         else:
             (root / "models" / f"{name}.sql").write_text(block.text)
         nodes[name] = block
-        refs.update(REF.findall(block.text))
-        sources.update(SOURCE.findall(block.text))
-    for ref in sorted(refs - set(nodes)):  # the models the examples read
-        (root / "models" / f"{ref}.sql").write_text(
-            "{{ config(materialized='view') }}\nselect 1 as id\n")
+        refs.update((r, block.where) for r in REF.findall(block.text))
+    unmade = sorted(f"{where}: ref('{ref}')" for ref, where in refs if ref not in nodes)
+    assert not unmade, f"models the examples read that no example makes: {unmade}"
     by_source = {}
-    for source, table in sorted(sources):
+    for source, table in sources:
         by_source.setdefault(source, []).append({"name": table})
     if by_source:
         (root / "models" / "sources.yml").write_text(yaml.safe_dump({"version": 2, "sources": [
@@ -253,28 +289,38 @@ def _write_project(root: Path, spark_home: Path) -> dict:
     return nodes
 
 
+RUNNER = ("import sys; from dbt.cli.main import dbtRunner; "
+          "sys.exit(0 if dbtRunner().invoke(sys.argv[1:]).success else 1)")
+
+
+def _dbt_env():
+    return dict(os.environ, SPARK_LOCAL_IP=os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+                DBT_SEND_ANONYMOUS_USAGE_STATS="false")
+
+
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    """dbt compile of every SQL example, in a process of its own (its Spark session must not
-    become this process's: the first session in a process wins)."""
+    """dbt build of every SQL example (a first run of each: models, snapshots), in a process
+    of its own (its Spark session must not become this process's: the first session in a
+    process wins)."""
     if not SQL_BLOCKS:
         pytest.skip("no SQL examples")
     root = tmp_path_factory.mktemp("docs_project")
     nodes = _write_project(root / "project", root / "spark")
     project = root / "project"
-    env = dict(os.environ, SPARK_LOCAL_IP=os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
-               DBT_SEND_ANONYMOUS_USAGE_STATS="false")
-    runner = ("import sys; from dbt.cli.main import dbtRunner; "
-              "sys.exit(0 if dbtRunner().invoke(sys.argv[1:]).success else 1)")
     proc = subprocess.run(
-        [sys.executable, "-c", runner, "compile", "--project-dir", str(project),
-         "--profiles-dir", str(project), "--no-partial-parse"],
-        cwd=project, env=env, capture_output=True, text=True, timeout=600)
+        [sys.executable, "-c", RUNNER, "build", "--project-dir", str(project),
+         "--profiles-dir", str(project), "--no-partial-parse", *BATCH_WINDOW],
+        cwd=project, env=_dbt_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (
-        "dbt compile of the docs' SQL examples failed (models are named "
-        "doc_<file>_<line>):\n" + proc.stdout[-6000:] + proc.stderr[-3000:])
+        "dbt build of the docs' SQL examples failed (models are named "
+        "doc_<file>_<line>, or as the file the docs show):\n" + proc.stdout[-6000:]
+        + proc.stderr[-3000:])
     manifest = json.loads((project / "target" / "manifest.json").read_text())
-    by_name = {n["name"]: n for n in manifest["nodes"].values()}
+    results = json.loads((project / "target" / "run_results.json").read_text())
+    status = {r["unique_id"]: r["status"] for r in results["results"]}
+    by_name = {n["name"]: {**n, "build_status": status.get(uid)}
+               for uid, n in manifest["nodes"].items()}
     return nodes, by_name
 
 
@@ -282,7 +328,6 @@ def compiled(tmp_path_factory):
 def test_sql_example(block, compiled):
     nodes, by_name = compiled
     node = by_name[_node_name(block)]
-    assert node.get("compiled_code") is not None or node["resource_type"] == "snapshot", (
-        f"{block.where}: not compiled")
+    assert node["build_status"] == "success", f"{block.where}: {node['build_status']}"
     config = {k: v for k, v in node["config"].items() if v is not None}
     check_model_config(config, block.where)
