@@ -5,8 +5,9 @@ every dbt command:
 
 A dbt process starts it, detached, at its exit when its key has no archive
 (jvm_startup.start_warm_up), with the session's KEY_CONFS; without an argument it writes the
-archive of a local session as `fast_local_fs.configure` builds one (the test sessions';
-scripts/test.sh runs it so, and with a dbt profile's confs, before the suite).
+archive of a local session as `fast_local_fs.configure` builds one: scripts/test.sh runs it
+so before the suite from the checkout (the test sessions' key) and from `/` (the installed
+package's, the key of a dbt profile on a local master without a classpath of its own).
 
 It claims the archive (a claim names this process), lowers its priority, starts a JVM with
 those confs, a temporary warehouse and Derby metastore of its own (so it can never hold a
@@ -15,6 +16,9 @@ loads (Spark SQL, the Hive client over Derby and DataNucleus, Parquet, the helpe
 filesystem and footer reader); stops the session and waits for its JVM to exit, which writes
 the classes it loaded into the claim; then moves the claim into place (os.replace: an
 archive under its final name is complete). Its lines go to the log in the cache folder.
+One that fails, whose JVM exits with an error, or that still runs just before its claim stops
+counting (its JVM then killed) writes no archive and marks the key as failed
+(jvm_startup.failed_marker), saying so in one line.
 """
 import json
 import os
@@ -22,11 +26,13 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from typing import Any, Dict, List, Mapping
 
 from python_adapter.io.fast_local_fs import embedded_confs
-from python_adapter.io.jvm_startup import (CLAIM_MINUTES, JAVA_OPTIONS, QUIET_CDS, archive_path,
-                                          claim, end_spark_jvm, failed_marker, live_claim)
+from python_adapter.io.jvm_startup import (CLAIM_MINUTES, JAVA_OPTIONS, QUIET_CDS, RETRY_HOURS,
+                                          archive_path, claim, end_spark_jvm, failed_marker,
+                                          live_claim)
 from python_adapter.io.spark_logging import CONFIG
 
 NICENESS = 10  # below the dbt commands it runs beside
@@ -103,6 +109,7 @@ def write_archive(key: Mapping[str, str], written: str) -> bool:
         for name, value in session_confs(key, written, home).items():
             builder = builder.config(name, value)
         spark = builder.enableHiveSupport().getOrCreate()
+        jvm = spark.sparkContext._gateway.proc
         try:
             spark.sparkContext.setLogLevel("ERROR")
             representative_work(spark, home)
@@ -112,15 +119,13 @@ def write_archive(key: Mapping[str, str], written: str) -> bool:
             # the archive as it exits; waited for before the temporary metastore goes, up to
             # the claim's age limit
             end_spark_jvm(CLAIM_MINUTES * 60 - 60)
-    return os.path.exists(written) and os.path.getsize(written) > 0
+    # a JVM that could not write the whole archive (a full disk) exits with an error: what
+    # it left is not moved into place, where every start would try to map it
+    return jvm.poll() == 0 and os.path.exists(written) and os.path.getsize(written) > 0
 
 
 def main(argv: List[str]) -> int:
     os.nice(NICENESS)
-    # against a hang (a job stuck): the claim stops counting at CLAIM_MINUTES
-    watchdog = threading.Timer(CLAIM_MINUTES * 60, os._exit, (3,))
-    watchdog.daemon = True
-    watchdog.start()
     key = key_confs(argv)
     archive = archive_path(key, os.environ)
     if archive is None:
@@ -132,20 +137,40 @@ def main(argv: List[str]) -> int:
         _say(f"{archive} is " + (f"being written by process {writer}" if writer else "there"))
         return 0
     _say(f"writing {archive} (classpath {key.get('spark.driver.extraClassPath', '-')})")
+    # against a hang (a job stuck): given up before the claim stops counting
+    watchdog = threading.Timer(CLAIM_MINUTES * 60 - 30, _give_up, (written, archive))
+    watchdog.daemon = True
+    watchdog.start()
     return _write_and_move(key, written, archive)
+
+
+def _give_up(written: str, archive: str) -> None:
+    """A warm-up still running near CLAIM_MINUTES: its JVM killed (it would write into a
+    claim nobody moves), the key marked as failed."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is not None:
+        proc.kill()
+        proc.wait()
+    _failed(written, archive, f"still running after {CLAIM_MINUTES - 1} min, stopped")
+    os._exit(3)
 
 
 def _write_and_move(key: Mapping[str, str], written: str, archive: str) -> int:
     started = time.time()
     try:
         done = write_archive(key, written)
+    except Exception as exc:  # its traceback, then the one line that says what follows
+        traceback.print_exc(file=sys.stdout)
+        _failed(written, archive, f"the job failed ({type(exc).__name__}: {exc})")
+        return 1
     except BaseException:
-        _failed(written, archive)
+        _failed(written, archive, "interrupted")
         raise
     if not done:
-        _failed(written, archive)
-        _say("the JVM wrote no archive (is it Java 13 or later?); commands start without one "
-             "and start no warm-up for a day")
+        _failed(written, archive, "the JVM wrote none or exited with an error (a Java before "
+                                  "13? its lines above say)")
         return 1
     os.replace(written, archive)
     if os.path.exists(failed_marker(archive)):  # an earlier failure, mended since
@@ -155,11 +180,15 @@ def _write_and_move(key: Mapping[str, str], written: str, archive: str) -> int:
     return 0
 
 
-def _failed(written: str, archive: str) -> None:
-    """Drops what the JVM wrote and marks the key as failed (jvm_startup.failed_marker)."""
+def _failed(written: str, archive: str, why: str) -> None:
+    """Drops what the JVM wrote, marks the key as failed (jvm_startup.failed_marker) and
+    says so."""
     if os.path.exists(written):
         os.remove(written)
     open(failed_marker(archive), "wb").close()
+    _say(f"no archive written: {why}. dbt commands start without one and start no warm-up "
+         f"for {RETRY_HOURS} h (delete {failed_marker(archive)} to try at the next command's "
+         f"exit, or set SIZED_SPARK_NO_CLASS_ARCHIVE=1 to turn it off)")
 
 
 if __name__ == "__main__":

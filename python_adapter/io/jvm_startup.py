@@ -13,23 +13,26 @@ warnings) still shows.
 
 Who writes it: never a dbt command's own JVM. Writing one kept that JVM 45 s to 2 min after
 dbt had returned, still holding the embedded Derby metastore, so the next command found the
-metastore taken (thousands of `ERROR XSDB6` lines). When a command's key has no
-archive, the command, at its exit, starts a separate warm-up process (io/class_warmup.py),
-detached and at low priority, which runs a small job on a JVM of its own (its own temporary
-warehouse and Derby), waits for that JVM to write the archive, and only then moves it into
-place: an archive under its final name is always complete. Its claim, the file its JVM
-writes (`<archive>.<pid>`), names its process; a claim counts as being written while that
-process lives (at most CLAIM_MINUTES, against a reused pid), and nobody else starts one then.
-A warm-up that wrote none (a Java before 13, a failure its log names) leaves a marker, and
-commands start no other for _RETRY_HOURS. Each dbt process also waits at its exit (at most JVM_EXIT_WAIT) for its Spark JVM to end, so
-the next command never finds the metastore held.
+metastore taken (thousands of `ERROR XSDB6` lines). When a command's key has no archive, the
+command, at its exit, starts a separate warm-up process (io/class_warmup.py), detached and
+at low priority, which runs a small job on a JVM of its own (its own temporary warehouse and
+Derby), waits for that JVM to write the archive, and only then moves it into place: an
+archive under its final name is always complete. Its claim, the file its JVM writes
+(`<archive>.<pid>`), names its process; a claim counts as being written while that process
+lives (at most CLAIM_MINUTES, against a reused pid; a warm-up stops itself before), and
+nobody else starts one then. A warm-up that wrote none (a Java before 13, a failure its log
+names) leaves a marker, and commands start no other for RETRY_HOURS. Each dbt process also
+waits at its exit (at most JVM_EXIT_WAIT) for its Spark JVM to end, so the next command
+never finds the metastore held. Test sessions only map archives (scripts/test.sh writes
+theirs); only a dbt process's exit starts a warm-up.
 
 Where and how big: `$XDG_CACHE_HOME/dbt-sized-spark/` (else `~/.cache/dbt-sized-spark/`),
-`spark-classes-<key>.jsa`, ~210 MB each (40-70 s to write on 2 cores), one per java, Spark and driver classpath, and the
-warm-up's log, `class-archive.log`. At most MAX_ARCHIVES are kept (the least recently used go
-first when a new one is written), and one no start has mapped for _UNUSED_DAYS goes too.
-SIZED_SPARK_NO_CLASS_ARCHIVE=1 turns it off (the JVM starts as Spark starts it and no warm-up
-runs; the folder can then be deleted).
+`spark-classes-<key>.jsa`, ~210 MB each (40-70 s to write on 2 cores), one per java, Spark,
+driver classpath (and heap of 32 GiB or more), and the warm-up's log, `class-archive.log`.
+At most MAX_ARCHIVES are kept (the least recently used go first when a new one is written),
+and one no start has mapped for _UNUSED_DAYS goes too. SIZED_SPARK_NO_CLASS_ARCHIVE=1 turns
+it off (the JVM starts as Spark starts it and no warm-up runs; the folder can then be
+deleted).
 """
 import atexit
 import glob
@@ -37,6 +40,7 @@ import hashlib
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 import threading
@@ -51,8 +55,8 @@ OFF = "SIZED_SPARK_NO_CLASS_ARCHIVE"   # set to anything: start the JVM as Spark
 LOG_NAME = "class-archive.log"
 # The confs of a session that the warm-up's JVM takes over: the classpath (the archive's key,
 # with java and Spark's jars, which the warm-up inherits), the filesystem class it names, and
-# the heap, whose size decides compressed pointers (an archive written with other settings
-# would not map).
+# the heap, whose size decides compressed pointers (from 32 GiB on none, which the key tells
+# apart: an archive written with them does not map without).
 KEY_CONFS = (CLASSPATH, FS_IMPL, "spark.driver.memory")
 # seconds a dbt process waits at exit for its Spark JVM to end (it ends in a few)
 JVM_EXIT_WAIT = 30
@@ -60,7 +64,7 @@ JVM_EXIT_WAIT = 30
 # lives (a warm-up takes about a minute and stops itself at this age; a pid may be reused)
 CLAIM_MINUTES = 15
 # hours after a failed warm-up before a command starts another
-_RETRY_HOURS = 24
+RETRY_HOURS = 24
 # days after which an archive no start has mapped is removed: one of a Spark, java or venv
 # no longer used (each is ~200 MB, and a new key comes with every upgrade)
 _UNUSED_DAYS = 14
@@ -80,16 +84,51 @@ class ArchiveUse(NamedTuple):
 
 
 def archive_path(confs: Mapping[str, str], env: Mapping[str, str]) -> Optional[str]:
-    """The archive's path for this java and classpath, None when there is no java."""
+    """The archive's path for this java and classpath, None when there is no java. The key
+    holds the size and modification time of every file the JVM checks before it maps an
+    archive (its runtime image, each jar on the classpath): a reinstalled package or pyspark,
+    or a JDK updated in place, gets an archive of its own, where the old one would be
+    refused at every start and never written again."""
     java = shutil.which("java", path=env.get("PATH")) if not env.get("JAVA_HOME") else \
         os.path.join(env["JAVA_HOME"], "bin", "java")
     if not java or not os.path.exists(java):
         return None
+    java = os.path.realpath(java)
     jars = spark_jars_dir(env)
-    names = sorted(os.path.basename(p) for p in glob.glob(os.path.join(jars, "*.jar")))
-    key = "\0".join([os.path.realpath(java), jars, str(confs.get(CLASSPATH, "")), *names])
+    classpath = [p for p in str(confs.get(CLASSPATH, "")).split(os.pathsep) if p]
+    files = [java, os.path.join(os.path.dirname(os.path.dirname(java)), "lib", "modules"),
+             *classpath, *sorted(glob.glob(os.path.join(jars, "*.jar")))]
+    key = "\0".join([jars, *map(_stamp, files)])
+    if large_heap(str(confs.get("spark.driver.memory", ""))):
+        # no compressed pointers: an archive written with them does not map, nor the reverse
+        key += "\0large heap"
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return os.path.join(cache_dir(env), f"spark-classes-{digest}.jsa")
+
+
+def _stamp(path: str) -> str:
+    try:
+        stat = os.stat(path)
+    except OSError:  # not there (a JDK without a runtime image): its absence is the key
+        return path
+    return f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+_UNITS = {"k": 2 ** 10, "m": 2 ** 20, "g": 2 ** 30, "t": 2 ** 40, "p": 2 ** 50}
+
+
+def large_heap(memory: str) -> bool:
+    """Whether a driver heap of `memory` (Spark's notation: "2g", "40960m", a bare number is
+    MiB) is one the JVM runs without compressed pointers (32 GiB and more)."""
+    text = memory.strip().lower().rstrip("b")
+    if not text:
+        return False
+    unit = _UNITS.get(text[-1])
+    try:
+        amount = float(text[:-1] if unit else text)
+    except ValueError:  # Spark refuses it at the start anyway
+        return False
+    return amount * (unit or 2 ** 20) >= 32 * 2 ** 30
 
 
 def _off(confs: Mapping[str, str], env: Mapping[str, str]) -> Optional[str]:
@@ -125,7 +164,7 @@ def class_archive(confs: Mapping[str, str], env: Optional[Mapping[str, str]] = N
     log = os.path.join(os.path.dirname(archive), LOG_NAME)
     if _failed_lately(archive):
         return ArchiveUse({}, f"none: the last warm-up wrote none (its log: {log}); another "
-                              f"is tried {_RETRY_HOURS} h after it", archive)
+                              f"is tried {RETRY_HOURS} h after it", archive)
     return ArchiveUse({}, f"none yet: a separate process writes {archive} after this command "
                           f"(its log: {log})", archive)
 
@@ -249,6 +288,7 @@ def _remove(paths: List[str]) -> None:
 # At the exit of the process that opened a session
 # ---------------------------------------------------------------------------------------
 _at_exit: Dict[str, Dict[str, str]] = {}  # "confs": those of the first session opened
+_registering = threading.Lock()
 
 
 def warm_up_at_exit(confs: Mapping[str, str], env: Optional[Mapping[str, str]] = None) -> bool:
@@ -256,9 +296,10 @@ def warm_up_at_exit(confs: Mapping[str, str], env: Optional[Mapping[str, str]] =
     most JVM_EXIT_WAIT s), then start the warm-up that writes the archive of its key when
     none is there and nobody writes one. Registered once per process, for its first
     session's confs (a JVM's classpath is fixed): whether this call registered it."""
-    if _at_exit:
-        return False
-    _at_exit["confs"] = {k: str(confs[k]) for k in (*KEY_CONFS, JAVA_OPTIONS) if confs.get(k)}
+    with _registering:  # dbt's threads may open their first connections at once
+        if _at_exit:
+            return False
+        _at_exit["confs"] = {k: str(confs[k]) for k in (*KEY_CONFS, JAVA_OPTIONS) if confs.get(k)}
     atexit.register(_finish, os.environ if env is None else env)
     return True
 
@@ -284,10 +325,10 @@ def failed_marker(archive: str) -> str:
 
 
 def _failed_lately(archive: str) -> bool:
-    """Whether a warm-up of `archive` failed in the last _RETRY_HOURS: then commands do not
+    """Whether a warm-up of `archive` failed in the last RETRY_HOURS: then commands do not
     start another each (a minute of CPU for the same failure)."""
     try:
-        return time.time() - os.path.getmtime(failed_marker(archive)) < _RETRY_HOURS * 3600
+        return time.time() - os.path.getmtime(failed_marker(archive)) < RETRY_HOURS * 3600
     except OSError:
         return False
 
@@ -332,10 +373,10 @@ def start_warm_up(confs: Mapping[str, str], env: Mapping[str, str]) -> int:
     os.makedirs(folder, exist_ok=True)
     log = os.path.join(folder, LOG_NAME)
     mode = "ab" if os.path.exists(log) and os.path.getsize(log) < _LOG_LIMIT else "wb"
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     child = {k: v for k, v in env.items() if not k.startswith("PYSPARK_GATEWAY")}
-    # this copy of the package, whatever the working directory holds
-    child["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    root = _package_root()
+    if root is not None:  # a source checkout: this copy of the package, not an installed one
+        child["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     job = {k: confs[k] for k in KEY_CONFS if confs.get(k)}
     with open(log, mode) as out:
         proc = subprocess.Popen(
@@ -343,3 +384,12 @@ def start_warm_up(confs: Mapping[str, str], env: Mapping[str, str]) -> int:
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=folder,
             env=child, start_new_session=True, close_fds=True)
     return proc.pid
+
+
+def _package_root() -> Optional[str]:
+    """The folder this copy of the package is imported from, when the interpreter would not
+    find it there by itself (a source checkout); None for an installed copy (its
+    site-packages in front of the PYTHONPATH would shadow the standard library)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sites = [*site.getsitepackages(), site.getusersitepackages()]
+    return None if os.path.realpath(root) in {os.path.realpath(p) for p in sites} else root

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import time
 
-from python_adapter.io.jvm_startup import alive
+from python_adapter.io.jvm_startup import JVM_EXIT_WAIT, alive
 from tests.functional.dbt.test_dbt_project import DBT, REPO
 from tests.functional.helpers import SHORT_JVM
 
@@ -38,7 +38,8 @@ def _tiny_project(tmp_path):
 def _dbt(project, home, cache, args, out):
     """One `dbt` process, waited for as a shell waits for a command: until it exits, not
     until whatever it started closes its output (a pipe read to its end waits for the JVM
-    too, which hid the bug). Returns (exit status, what it printed)."""
+    too, which hid the bug). Returns (exit status, what it printed, the seconds from its
+    last line to its exit)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIZED_SPARK_FAULT")}
     env.update({"SPARK_LOCAL_IP": "127.0.0.1", "SIZED_SPARK_HOME": str(home),
                 "XDG_CACHE_HOME": cache, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", **SHORT_JVM})
@@ -47,8 +48,9 @@ def _dbt(project, home, cache, args, out):
                                  "embedded"], cwd=project, env=env, stdin=subprocess.DEVNULL,
                                 stdout=fh, stderr=subprocess.STDOUT)
         code = proc.wait(timeout=900)
+    ended = time.time()
     with open(out) as fh:
-        return code, fh.read()
+        return code, fh.read(), ended - os.path.getmtime(out)
 
 
 def _traces(output):
@@ -86,9 +88,11 @@ def test_run_run_test_back_to_back_from_a_cold_cache(tmp_path):
     started = time.time()
     try:
         for n, args in enumerate(COMMANDS):
-            code, output = _dbt(project, home, cache, args, tmp_path / f"dbt{n}.out")
+            code, output, waited = _dbt(project, home, cache, args, tmp_path / f"dbt{n}.out")
             assert code == 0, f"dbt {' '.join(args)}: {output[-4000:]}"
             assert not _traces(output), f"dbt {' '.join(args)}: {_traces(output)[:20]}"
+            # it waits for its JVM to end (a few seconds), never for an archive being written
+            assert waited < JVM_EXIT_WAIT + 10, f"dbt {' '.join(args)} exited {waited:.0f} s late"
         commands = time.time() - started
         pids = _warm_up_pids(cache)
         assert pids, "no warm-up process started"
@@ -96,11 +100,13 @@ def test_run_run_test_back_to_back_from_a_cold_cache(tmp_path):
     finally:
         _wait_or_stop(_warm_up_pids(cache), 0)
     # one debug line per command about the archive; the first found none
-    notes = re.findall(r"driver JVM class archive: (.*)", (project / "logs" / "dbt.log").read_text())
+    log = (project / "logs" / "dbt.log").read_text()
+    notes = re.findall(r"driver JVM class archive: (.*)", log)
     assert len(notes) == len(COMMANDS) and notes[0].startswith("none yet"), notes
     folder = os.path.join(cache, "dbt-sized-spark")
     archives = glob.glob(os.path.join(folder, "spark-classes-*.jsa"))
     assert len(archives) == 1, sorted(os.listdir(folder))
     assert os.path.getsize(archives[0]) > 10 * 2 ** 20
     assert not glob.glob(os.path.join(folder, "spark-classes-*.jsa.*")), sorted(os.listdir(folder))
-    print(f"three commands {commands:.0f} s, then the warm-up {time.time() - started - commands:.0f} s")
+    print(f"three commands {commands:.0f} s, then the warm-up "
+          f"{time.time() - started - commands:.0f} s, {os.path.getsize(archives[0]) >> 20} MB")

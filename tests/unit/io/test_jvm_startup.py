@@ -15,6 +15,10 @@ from python_adapter.io.jvm_startup import (CLAIM_MINUTES, JAVA_OPTIONS, MAX_ARCH
                                           class_archive_confs, failed_marker)
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))))
+
+
 @pytest.fixture
 def env(tmp_path):
     return {"PATH": os.environ["PATH"], "XDG_CACHE_HOME": str(tmp_path)}
@@ -195,3 +199,63 @@ def test_only_the_jvms_cds_warnings_are_quieted(tmp_path):
     assert "[warning][cds" in _java(*mapped)
     assert "[warning][cds" not in _java(*mapped, *QUIET_CDS.split())
     assert "[warning][pagesize]" in _java("-XX:+UseLargePages", *QUIET_CDS.split())
+
+
+@pytest.mark.parametrize("memory, large", [("", False), ("2g", False), ("31g", False),
+                                           ("32g", True), ("40960m", True), ("40960", True),
+                                           ("1t", True), ("512MB", False)])
+def test_a_heap_without_compressed_pointers_has_an_archive_of_its_own(env, memory, large):
+    """From 32 GiB on the JVM runs without compressed pointers, and an archive written with
+    them does not map (checked on Java 17): a 40g profile beside a 2g one would never map
+    the archive the other wrote."""
+    small = archive_path({**CONFS, "spark.driver.memory": "2g"}, env)
+    assert (archive_path({**CONFS, "spark.driver.memory": memory}, env) != small) == large
+
+
+def _fake_java(tmp_path):
+    """A JAVA_HOME whose java fails at once: a warm-up's JVM that cannot start."""
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\necho 'no JVM here' >&2\nexit 1\n")
+    java.chmod(0o755)
+    return str(tmp_path / "jdk")
+
+
+def test_a_process_that_exits_with_an_error_still_starts_the_warm_up(env, tmp_path):
+    """dbt's exit status is kept; the warm-up starts detached after it; one that wrote no
+    archive leaves no claim, names why in its log, and marks the key (no other for a day)."""
+    env = {**{k: v for k, v in os.environ.items() if k != OFF}, **env,
+           "JAVA_HOME": _fake_java(tmp_path), "PYTHONPATH": REPO}
+    code = ("import sys; from python_adapter.io.jvm_startup import warm_up_at_exit; "
+            "assert warm_up_at_exit({}); assert not warm_up_at_exit({}); sys.exit(2)")
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(tmp_path),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    archive = archive_path({}, env)
+    log = os.path.join(os.path.dirname(archive), "class-archive.log")
+    deadline = time.time() + 120
+    while not os.path.exists(failed_marker(archive)) and time.time() < deadline:
+        time.sleep(0.2)
+    text = open(log).read()
+    assert os.path.exists(failed_marker(archive)), text
+    assert f"writing {archive}" in text
+    pid = int(text.split("warm-up process ", 1)[1].split(":", 1)[0])
+    while alive(pid) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not alive(pid)
+    assert sorted(os.listdir(os.path.dirname(archive))) == sorted(
+        os.path.basename(p) for p in (log, failed_marker(archive)))
+    assert "the last warm-up wrote none" in class_archive({}, env).note
+
+
+def test_a_jar_replaced_in_place_gets_an_archive_of_its_own(env, tmp_path):
+    """The JVM maps no archive once a jar of its classpath changed (size or time: a
+    reinstalled package, `pip install` again), and says so only in a quieted warning: the
+    old archive would be taken, refused, and never written again."""
+    jar = tmp_path / "helpers.jar"
+    jar.write_bytes(b"one")
+    confs = {**CONFS, "spark.driver.extraClassPath": str(jar)}
+    before = archive_path(confs, env)
+    assert archive_path(confs, env) == before
+    jar.write_bytes(b"two!")
+    assert archive_path(confs, env) != before
