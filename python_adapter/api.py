@@ -36,7 +36,7 @@ from python_adapter.spark.catalog import TableRef, drop_cached_relation
 from python_adapter.spark.clean import CleanResult, clean_table
 from python_adapter.spark.cluster_exec import ClusterResult, run_clustering, run_compaction
 from python_adapter.spark.describe import TIMELINE_COLUMNS, read_layout, timeline_rows
-from python_adapter.spark.job import WriteResult
+from python_adapter.spark.job import WriteResult, job_phases
 from python_adapter.spark.locking import unlock_table
 from python_adapter.spark.python_model import PythonModel, model_dataframe, worker_errors
 from python_adapter.spark.repair import RepairResult, repair_table
@@ -64,6 +64,11 @@ __all__ = ["TableRef", "SizedConfig", "parse_config", "unknown_key_error", "Noti
            "check_metastore", "check_warehouse", "connect_session", "is_closed", "server_gone", "unanswered_message"]
 
 
+# The phase that describes a call's Spark jobs before its own phases start (the function's
+# name otherwise: rollback, repair, layout, ...)
+_PHASES = {"write_model": "prepare", "write_python": "python model"}
+
+
 def _names_unreadable_files(fn):
     """The one translation of what fails below into the user's error, instead of a py4j or
     Java trace (docs/runbook.md): a Spark Connect server gone (io/connect_retries.py), a
@@ -71,11 +76,16 @@ def _names_unreadable_files(fn):
     a table file Spark cannot read, an unreadable timeline file (named with the table).
     Each says what happened to the table (nothing lost; the unfinished commit this run left,
     if any, and what rolls it back) and the way on."""
+    phase = _PHASES.get(fn.__name__, fn.__name__)
+
     @functools.wraps(fn)
     def call(spark, table, *args, **kwargs):
         forget_unfinished_in_this_thread()
         try:
-            return fn(spark, table, *args, **kwargs)
+            # every Spark job of the call is described `<schema.table>: <phase>` in the Spark
+            # UI; a write and a service name their own phases within (spark/job.job_phases)
+            with job_phases(spark, f"{table.schema}.{table.identifier}", phase):
+                return fn(spark, table, *args, **kwargs)
         except UnreadableInstantError as exc:
             raise exc.of(f"{table.schema}.{table.identifier}") from None
         except SizedError:
@@ -155,12 +165,14 @@ def _write_rows(spark: SparkSession, table: TableRef, rows: Callable[[SparkSessi
     return result
 
 
+@_names_unreadable_files
 def layout(spark: SparkSession, table: TableRef,
            cluster_by: Optional[Sequence[str]] = None) -> Layout:
     """The table's files: sizes, rows, the ranges of the cluster columns."""
     return read_layout(spark, table, cluster_by)
 
 
+@_names_unreadable_files
 def timeline(spark: SparkSession, table: TableRef) -> List[list]:
     """One row per instant (TIMELINE_COLUMNS), oldest first."""
     return timeline_rows(spark, table)
@@ -245,6 +257,7 @@ def unlock(spark: SparkSession, table: TableRef, force: bool = False) -> str:
     return unlock_table(spark, table, force)
 
 
+@_names_unreadable_files
 def report(spark: SparkSession, table: TableRef, path: str,
            log: Callable[[str], None] = print) -> str:
     """Write the table's HTML report to `path`; returns the qualified path written."""

@@ -135,7 +135,8 @@ def run_clustering(spark: SparkSession, table: TableRef,
     pending plan. The writer lock is held to schedule and to commit each plan, not while
     its groups are rewritten (option_overrides' lock_timeout: how long it waits for a load's
     lock, service_lock)."""
-    run = _Run(lock=service_lock(option_overrides.pop("lock_timeout", None), "sized_cluster"))
+    run = _Run(lock=service_lock(option_overrides.pop("lock_timeout", None), "sized_cluster",
+                                 f"{table.schema}.{table.identifier}"))
 
     def schedule(locked):
         return _schedule(locked, cluster_by, strategy, option_overrides)
@@ -154,7 +155,8 @@ def run_compaction(spark: SparkSession, table: TableRef, options: Mapping[str, A
     Every option is checked before the table is locked (or adopted): bad input writes
     nothing."""
     options = dict(options)
-    lock = service_lock(options.pop("lock_timeout", None))
+    lock = service_lock(options.pop("lock_timeout", None), "sized_compact",
+                        f"{table.schema}.{table.identifier}")
     with service_progress(spark, table, "compaction", log) as progress:
         info, _fs, _location = open_table(spark, table)
         checked = _compact_options(options, {})
@@ -171,10 +173,12 @@ def run_compaction(spark: SparkSession, table: TableRef, options: Mapping[str, A
 SERVICE_LOCK_TIMEOUT = 600.0
 
 
-def service_lock(lock_timeout: Any = None, operation: str = "sized_compact") -> LockOptions:
+def service_lock(lock_timeout: Any = None, operation: str = "sized_compact",
+                 relation: str = "<schema.table>") -> LockOptions:
     """The writer lock's options of a table service: it waits for a load's lock up to
     `lock_timeout` (the operation's argument, default SERVICE_LOCK_TIMEOUT), and holds it
-    for its short steps only, so a load finding it held waits for it (lock.BRIEF_WAIT)."""
+    for its short steps only, so a load finding it held waits for it (lock.BRIEF_WAIT).
+    The lock error names where to set it: `operation`'s argument on `relation`."""
     try:
         timeout = SERVICE_LOCK_TIMEOUT if lock_timeout is None else \
             parse_duration(lock_timeout, "lock_timeout")
@@ -182,7 +186,7 @@ def service_lock(lock_timeout: Any = None, operation: str = "sized_compact") -> 
         raise ConfigError(str(exc)) from None
     return LockOptions(timeout=timeout, brief=True, timeout_set=(
         f"the operation's lock_timeout argument, e.g. dbt run-operation {operation} --args "
-        f"'{{relation: <schema.table>, lock_timeout: 30m}}' (a post-hook's: the model's "
+        f"'{{relation: {relation}, lock_timeout: 30m}}' (a post-hook's: the model's "
         f"lock_timeout config)"))
 
 

@@ -19,7 +19,7 @@ from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
-from python_adapter.core.sizes import format_count
+from python_adapter.core.sizes import count_of
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.locking import locked_table
@@ -42,15 +42,15 @@ class RepairResult:
 
     @property
     def message(self) -> str:
-        aside = (f"; unreadable timeline file(s) {', '.join(self.set_aside)} set aside"
-                 if self.set_aside else "")
+        aside = (f"; unreadable timeline {'file' if len(self.set_aside) == 1 else 'files'} "
+                 f"{', '.join(self.set_aside)} set aside" if self.set_aside else "")
         if not self.instant:
             return f"nothing to repair: every file the timeline records is in place{aside}"
         return (f"repair {self.instant}: {self.files_missing} missing, {self.files_changed} "
                 f"changed ({self.files_unreadable} unreadable, set aside), "
-                f"{self.files_unrecorded} unrecorded files recorded; "
-                f"{format_count(self.rows_lost)} rows lost, {format_count(self.rows_gained)} "
-                f"rows gained{aside}")
+                f"{count_of(self.files_unrecorded, 'unrecorded file')} recorded; "
+                f"{count_of(self.rows_lost, 'row')} lost, {count_of(self.rows_gained, 'row')} "
+                f"gained{aside}")
 
 
 def _rows_per_file(spark, location, files):
@@ -146,8 +146,8 @@ def _log_damage(log, damage: _Damage, proto, instant: str) -> None:
     for name in proto.timeline.set_aside:
         log(f"unreadable timeline file {name}: set aside at {proto.timeline.quarantine_dir}/")
     for e in damage.missing:
-        log(f"missing: {e.path} ({format_count(e.rows)} rows)" if e.rows >= 0 else f"missing: {e.path}")
+        log(f"missing: {e.path} ({count_of(e.rows, 'row')})" if e.rows >= 0 else f"missing: {e.path}")
     for e in damage.unrecorded:
-        log(f"unrecorded: {e.path} ({format_count(e.rows)} rows), recorded where it is")
+        log(f"unrecorded: {e.path} ({count_of(e.rows, 'row')}), recorded where it is")
     for e in damage.unreadable:
         log(f"unreadable: {e.path}, set aside at {aside}/{e.path}")

@@ -108,6 +108,39 @@ def test_a_long_clustering_says_how_many_groups_it_has_written(spark, schema, mo
     assert len(notices) == 2, logs  # not after the last group: the summary follows
 
 
+def test_the_jobs_of_every_other_operation_name_the_table_and_the_operation(spark, schema,
+                                                                            tmp_path):
+    """layout, timeline, report, repair, clean, restore, rollback, recover: their jobs (api's
+    one decorator) are `<schema.table>: <operation>`; the caller's description is back after."""
+    table, name = TableRef(schema, "operated"), f"{schema}.operated"
+    cfg = api.parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
+                            "target_file_size": "64KB"})
+    for batch in range(2):
+        api.write_model(spark, table, _source(spark, batch, rows=800), cfg, log=lambda m: None)
+    first = api.timeline(spark, table)[0][0]
+    quiet = dict(log=lambda m: None)
+    operations = [("layout", lambda: api.layout(spark, table, ["id"])),
+                  ("timeline", lambda: api.timeline(spark, table)),
+                  ("report", lambda: api.report(spark, table, str(tmp_path / "r.html"), **quiet)),
+                  ("repair", lambda: api.repair(spark, table, **quiet)),
+                  ("clean", lambda: api.clean(spark, table, {}, **quiet)),
+                  ("restore", lambda: api.restore(spark, table, first, **quiet)),
+                  ("rollback", lambda: api.rollback(spark, table, **quiet)),
+                  ("recover", lambda: api.recover(spark, table, **quiet))]
+    ran = {}
+    spark.sparkContext.setJobDescription("the caller's own")
+    for operation, call in operations:
+        before = set(_jobs(spark))
+        call()
+        described = [v for k, v in _jobs(spark).items() if k not in before]
+        assert set(described) <= {f"{name}: {operation}"}, (operation, described)
+        ran[operation] = len(described)
+        assert spark.sparkContext.getLocalProperty("spark.job.description") == \
+            "the caller's own"
+    # the ones that read files or rows ran Spark jobs, each described
+    assert all(ran[op] for op in ("layout", "report", "repair")), ran
+
+
 @pytest.fixture(autouse=True)
 def _no_description_left(spark):
     yield

@@ -100,7 +100,7 @@ def test_compaction_waits_for_a_load_and_a_load_waits_for_compactions_commit(spa
         "inflight", lambda: write_dataframe(spark, update, table, UPSERT, **QUIET),
         compactions, lines, "waiting up to 10m00s for the writer lock")
     assert "let this writer wait for it: the operation's lock_timeout argument, e.g. dbt " \
-           "run-operation sized_compact --args '{relation: <schema.table>, lock_timeout: " \
+           f"run-operation sized_compact --args '{{relation: {schema}.{name}, lock_timeout: " \
            "30m}'" in refused
     assert compacted.groups >= 1 and compacted.files_replaced > compacted.files_written
     expected.update((r[0], r) for r in rows_of_df(update, COLS.split(", ")))
