@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole suite: unit, functional (real local Spark), dbt end to end, and dbt's peer suite,
 # on pyspark 4 and dbt-core 1.12. With PYSPARK=3.5: the engine's tests (unit and functional)
-# and the dbt end-to-end tests of the materializations (tests/functional/dbt/test_dbt_project.py,
-# tests/adapter; not the Connect, cluster, thrift and kill ones) on pyspark 3.5, in
+# and the dbt end-to-end tests of the integration project (tests/functional/dbt/test_dbt_project.py;
+# not dbt's peer suite, nor the Connect, cluster, thrift and kill ones) on pyspark 3.5, in
 # .venv-pyspark3.5. DBT_CORE=1.11 runs either on dbt-core 1.11 (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +35,7 @@ warm_class_archives() {
 WORKERS=(-n "${SIZED_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder)
 if [ -n "${PYSPARK:-}" ]; then
   # tests/packaging: the wheel's Java helpers, compiled once against Spark 4, on Spark 3.5
-  pytest "${WORKERS[@]}" tests/unit tests/functional tests/packaging tests/adapter \
+  pytest "${WORKERS[@]}" tests/unit tests/functional tests/packaging \
     tests/functional/dbt/test_dbt_project.py --ignore=tests/functional/dbt "$@"
 else
   pytest "${WORKERS[@]}" "$@"
