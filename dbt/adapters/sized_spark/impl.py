@@ -208,29 +208,6 @@ class SizedSparkAdapter(SparkAdapter):
                 and (file_format is None or str(file_format).lower() == "parquet")
                 and self.sized_session_method())
 
-    def set_macro_resolver(self, macro_resolver) -> None:
-        # dbt hands the adapter the project's manifest once it is parsed, before a command
-        # (parse, compile, run, build, ...) opens a connection: a sized model's config typo
-        # or bad value fails there, with the materialization's own message, instead of
-        # after the Spark session's start (a macros-only manifest has no nodes)
-        super().set_macro_resolver(macro_resolver)
-        for node in getattr(macro_resolver, "nodes", {}).values():
-            self._check_parsed_config(node)
-
-    def _check_parsed_config(self, node) -> None:
-        """sized_check_config of a parsed model or snapshot the sized engine writes."""
-        if node.resource_type not in ("model", "snapshot"):
-            return
-        config = node.config.to_dict(omit_none=True)  # the materialization's model.config
-        materialized, snapshot = config.get("materialized"), node.resource_type == "snapshot"
-        if materialized != "sized_incremental" and not (
-                (snapshot or materialized in ("incremental", "table"))
-                and self.sized_takes(config, node.language)):
-            return
-        kind = "snapshot" if snapshot else f"{materialized} model"
-        self.sized_check_config(config, f"{kind} {node.schema}.{node.alias}",
-                                values=not snapshot)
-
     @available
     def sized_write(self, relation, compiled_code: str, model_config: Dict[str, Any],
                     full_refresh: bool, kind: str = "sized_incremental model") -> Dict[str, Any]:
