@@ -51,7 +51,7 @@
      Python model of Parquet (file_format unset, dbt-spark's default, or parquet), not
      opted out with `sized: false`, on a profile whose method is session or connect. --#}
 {% macro sized_takes_model() %}
-  {#-- one rule, in the plugin: the parsed project's check (set_macro_resolver) asks it too --#}
+  {#-- one rule, in the plugin (SizedSparkAdapter.sized_takes) --#}
   {{ return(adapter.sized_takes(model.config, model.language)) }}
 {% endmacro %}
 
