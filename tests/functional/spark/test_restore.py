@@ -269,7 +269,7 @@ def test_clean_applies_a_retention_now_removes_leftovers_and_keeps_unrecorded_da
 
     result = clean_table(spark, table, {"retain_commits": 1, "retain_hours": 0}, **QUIET)
     assert (result.set_aside_dirs, result.leftovers, result.unrecorded) == (3, 2, 1)
-    assert result.archived == 4 and "sized_repair records them" in result.message
+    assert result.archived == 4 and "sized_repair records such files" in result.message
     assert not any(os.path.exists(p) for p in leftovers) and os.path.exists(fresh)
     assert _set_aside_dirs(fs, timeline) == [Timeline(fs, timeline.location).completed()[-1].instant]
     assert rows_of(spark, schema, "cln") == sorted(expected + [(999, "foreign")])
