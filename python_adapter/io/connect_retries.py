@@ -17,6 +17,7 @@ connection hangs. Other errors keep pyspark's policies. The engine then sees pys
 """
 import atexit
 import functools
+import os
 import time
 import warnings
 from typing import Any, List, Optional, Tuple
@@ -45,6 +46,10 @@ def connect_session(bound: ConnectBound) -> Any:
     from pyspark.sql.connect.client.core import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession
 
+    # What pyspark's own builder does for a remote session (pyspark/sql/session.py): with
+    # the full pyspark installed, `pyspark.sql.functions` and Column send their calls to
+    # Connect only under this mark, and fail on a missing SparkContext without it.
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     channel = DefaultChannelBuilder(bound.url, channel_options(bound))
     builder = SparkSession.builder
     spark = (builder.channelBuilder(channel).create() if hasattr(builder, "channelBuilder")

@@ -9,7 +9,7 @@ nothing; the models dbt-spark submits (`sized: false`, delta) reach dbt-spark's 
 instead of dbt-core's guard.
 
 One dbt process (dbt_steps.py) for its commands: a first build, the incremental run, the
-failing models, then one whose config fails the parse."""
+failing models, then one whose sized config is refused."""
 import math
 import re
 import shutil
@@ -26,7 +26,7 @@ SECOND = [*FIRST, "--vars", "{batch: 2}"]
 # every failing model, and py_append sent to dbt-spark's incremental (`sized: false`)
 FAILING = ["run", "--select", "path:models/fails", "py_append",
            "--vars", "{batch: 2, py_sized: false}"]
-# a model whose sized config has a bad value (enabled by the var): the command fails at parse
+# a model whose sized config has a bad value (enabled by the var): it fails as it starts
 BAD_CONFIG = ["run", "--select", "py_bad_config", "--vars", "{bad_config: true}"]
 # dbt-spark's own message when it submits a Python model (to Databricks) without a cluster
 DBT_SPARK_SUBMISSION = "Databricks cluster_id is required for all_purpose_cluster submission"
@@ -72,12 +72,16 @@ def _partition_bytes(table_dir):
     return sizes
 
 
+# dbt's summary entry of a failed model: `Failure in model <m> (` on dbt 1.11,
+# `[ERROR]: in model <m> (` on 1.12
+_SUMMARY_ENTRY = r"(?:Failure|\[ERROR\]:) in model {} \("
+
+
 def _failure(text, model):
-    """dbt's summary entry of a failed model: from `Failure in model <model> (` to the next."""
-    start = text.index(f"Failure in model {model} (")
-    end = min([i for i in (text.find("Failure in model", start + 1), text.find("Done.", start))
-               if i > 0])
-    return text[start:end]
+    """dbt's summary entry of a failed model, up to the next entry or dbt's last line."""
+    start = re.search(_SUMMARY_ENTRY.format(re.escape(model)), text).start()
+    after = re.search(_SUMMARY_ENTRY.format(r"\w+") + "|Done\\.", text[start + 1:])
+    return text[start:start + 1 + after.start()] if after else text[start:]
 
 
 def check_builds(runs: dict, db: Path) -> None:
@@ -148,7 +152,7 @@ def check_failures(runs: dict, db: Path) -> None:
     assert 'py_udf.py", line 7, in inverse' in text and "ZeroDivisionError" in text, text
     text = _failure(out, "py_not_a_frame")
     assert "model() of models/fails/py_not_a_frame.py returned builtins.list" in text, text
-    # the sized config's checks, as for SQL models (at parse time: nothing runs)
+    # the sized config's checks, as for SQL models (before the model's code runs)
     bad = _plain(runs["bad_config"].stdout)
     assert runs["bad_config"].returncode != 0, bad[-3000:]
     assert ("model sized_it.py_bad_config: small_file_limit: '2MB' is larger than "
