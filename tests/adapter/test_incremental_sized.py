@@ -19,7 +19,7 @@ from dbt.tests.adapter.incremental.test_incremental_on_schema_change import (
     BaseIncrementalOnSchemaChange,
 )
 from dbt.tests.adapter.incremental.test_incremental_unique_id import BaseIncrementalUniqueKey
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 INCREMENTAL = "materialized='incremental'"
 
@@ -317,6 +317,18 @@ class TestConfigKeyTypos:
         assert "did you mean `target_file_size`?" in typo.message
         tables = project.run_sql(f"show tables in {project.test_schema}", fetch="all")
         assert sorted(r[1] for r in tables) == ["package_keys"]
+
+    def test_parse_warns_of_the_typo_and_a_selection_without_it_runs(self, project):
+        # told before any Spark start, as a warning: dbt runs what is selected
+        _, parsed = run_dbt_and_capture(["parse"])
+        warned = [line for line in parsed.splitlines() if "target_filesize" in line]
+        assert len(warned) == 1, parsed[-3000:]
+        assert (f"sized_incremental model {project.test_schema}.typo: " in warned[0]
+                and "did you mean `target_file_size`?" in warned[0]
+                and "the model fails when it runs" in warned[0]), warned
+        assert "package_keys" not in parsed
+        results, _ = run_dbt_and_capture(["run", "--select", "package_keys"])
+        assert [r.status for r in results.results] == [RunStatus.Success]
 
 
 # -- dbt's log style: a short status, and the write's figures in run_results.json ---------

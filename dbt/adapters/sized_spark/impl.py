@@ -208,6 +208,37 @@ class SizedSparkAdapter(SparkAdapter):
                 and (file_format is None or str(file_format).lower() == "parquet")
                 and self.sized_session_method())
 
+    def set_macro_resolver(self, macro_resolver) -> None:
+        # dbt hands the adapter the parsed manifest before a command (compile, run, build,
+        # ...) opens a connection: a sized model's config typo or bad value is told there,
+        # as a warning naming the model, instead of only after the Spark start. A warning,
+        # not an error: the manifest holds every model, and dbt runs the selected ones and
+        # fails each bad one on its own (the materialization's check, before anything is
+        # written), never a whole command for one model it did not select.
+        super().set_macro_resolver(macro_resolver)
+        for node in getattr(macro_resolver, "nodes", {}).values():
+            problem = self._parsed_config_problem(node)
+            if problem:
+                logger.warning(f"{problem} (the model fails when it runs: fix its config)")
+
+    def _parsed_config_problem(self, node) -> Optional[str]:
+        """What sized_check_config says of a parsed model or snapshot the engine writes."""
+        if node.resource_type not in ("model", "snapshot"):
+            return None
+        config = node.config.to_dict(omit_none=True)  # the materialization's model.config
+        materialized, snapshot = config.get("materialized"), node.resource_type == "snapshot"
+        if materialized != "sized_incremental" and not (
+                (snapshot or materialized in ("incremental", "table"))
+                and self.sized_takes(config, node.language)):
+            return None
+        kind = "snapshot" if snapshot else f"{materialized} model"
+        try:
+            self.sized_check_config(config, f"{kind} {node.schema}.{node.alias}",
+                                    values=not snapshot)
+        except DbtRuntimeError as exc:
+            return str(exc.msg)
+        return None
+
     @available
     def sized_write(self, relation, compiled_code: str, model_config: Dict[str, Any],
                     full_refresh: bool, kind: str = "sized_incremental model") -> Dict[str, Any]:

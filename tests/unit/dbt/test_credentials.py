@@ -132,6 +132,6 @@ def test_values_of_the_wrong_type_are_refused_by_the_schema(fields):
         _creds(method="connect", host="sc://h:15002", schema="a", **fields)
 
 
-def test_bad_connect_values_pass_on_another_method():
-    # dbt-spark's http method reads connect_timeout too, with its own meaning
+def test_the_bound_is_checked_for_method_connect_only():
+    # a session never reads connect_timeout: a leftover value must not fail its profile
     _creds(method="session", host="localhost", schema="a", connect_timeout=-1)
