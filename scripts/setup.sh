@@ -30,7 +30,11 @@ DBT="dbt-core==${DBT_CORE:-1.12}.*"
 if [ "${1:-}" = demo ]; then
   python -m pip install -q ".[session]" "$DBT"
 elif [ -n "${PYSPARK:-}" ]; then
-  python -m pip install -q ".[session,test]" "pyspark==$PYSPARK.*" "$DBT"
+  # numpy below 2 on pyspark 3.5: its pandas-on-Spark (a Python model's pyspark.pandas) uses
+  # np.NaN, which NumPy 2 removed, and fails at import; pyarrow 23 and later need NumPy 2
+  OLD_NUMPY=()
+  [ "$PYSPARK" = 3.5 ] && OLD_NUMPY=("numpy<2" "pyarrow<23")
+  python -m pip install -q ".[session,test]" "pyspark==$PYSPARK.*" "$DBT" "${OLD_NUMPY[@]}"
 else
   python -m pip install -q ".[all,test,bench]" "$DBT"
 fi

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole suite: unit, functional (real local Spark), dbt end to end, and dbt's peer suite,
 # on pyspark 4 and dbt-core 1.12. With PYSPARK=3.5: the engine's tests (unit and functional)
-# and the dbt end-to-end tests of the integration project (tests/functional/dbt/test_dbt_project.py;
-# not dbt's peer suite, nor the Connect, cluster, thrift and kill ones) on pyspark 3.5, in
-# .venv-pyspark3.5. DBT_CORE=1.11 runs either on dbt-core 1.11 (scripts/setup.sh).
+# and the dbt end-to-end tests of DBT_ON_BOTH below (the integration project, Python models,
+# init and debug; not dbt's peer suite, nor the Connect, cluster, thrift and kill ones) on
+# pyspark 3.5, in .venv-pyspark3.5. DBT_CORE=1.11 runs either on dbt-core 1.11 (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -33,10 +33,20 @@ warm_class_archives() {
 # is never held by two workers at once. Modules go out in the order of collection (no
 # reordering), so each worker runs its modules in the order a serial run would.
 WORKERS=(-n "${SIZED_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder)
+# dbt end to end on pyspark 3.5 and dbt-core 1.11 too: the integration project's
+# materializations, Python models (dbt 1.11 words a failure's summary its own way), and
+# `dbt init` / `dbt debug` (1.12's init runs a debug, 1.11's does not)
+DBT_ON_BOTH=(tests/functional/dbt/test_dbt_project.py tests/functional/dbt/test_python_models.py
+             tests/functional/dbt/test_init_and_debug.py)
 if [ -n "${PYSPARK:-}" ]; then
-  # tests/packaging: the wheel's Java helpers, compiled once against Spark 4, on Spark 3.5
-  pytest "${WORKERS[@]}" tests/unit tests/functional tests/packaging \
-    tests/functional/dbt/test_dbt_project.py --ignore=tests/functional/dbt "$@"
+  # tests/packaging: the wheel's Java helpers, compiled once against Spark 4, on Spark 3.5.
+  # Of tests/functional/dbt the modules in DBT_ON_BOTH (the others are ignored one by one:
+  # pytest drops a file named on the command line when its directory is --ignore'd)
+  IGNORED=()
+  for module in tests/functional/dbt/test_*.py; do
+    [[ " ${DBT_ON_BOTH[*]} " == *" $module "* ]] || IGNORED+=(--ignore="$module")
+  done
+  pytest "${WORKERS[@]}" tests/unit tests/functional tests/packaging "${IGNORED[@]}" "$@"
 else
   pytest "${WORKERS[@]}" "$@"
 fi

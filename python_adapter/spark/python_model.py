@@ -15,7 +15,7 @@ import types
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 import pyspark
 from pyspark.errors import PythonException
@@ -112,10 +112,32 @@ def worker_errors(model: PythonModel) -> Iterator[None]:
     the model's; the write was rolled back."""
     try:
         yield
-    except PythonException as exc:
+    except Exception as exc:
+        worker = _worker_traceback(exc)
+        if worker is None:
+            raise
         raise PythonModelError(
             f"a function of {model.path} failed in a Spark task, so nothing was written:\n"
-            f"{str(exc).strip()}") from None
+            f"{worker}") from None
+
+
+_JAVA_WORKER_ERROR = "org.apache.spark.api.python.PythonException: "
+
+
+def _worker_traceback(exc: BaseException) -> Optional[str]:
+    """The Python worker's traceback of a failed UDF, or None for any other error. pyspark 4
+    raises it as PythonException; pyspark 3.5 as the Py4JJavaError of the write's action,
+    the worker's exception a `Caused by:` of its Java stack (its lines up to the Java
+    frames that follow)."""
+    if isinstance(exc, PythonException):
+        return str(exc).strip()
+    text = str(exc) if type(exc).__name__ == "Py4JJavaError" else ""
+    at = text.find(_JAVA_WORKER_ERROR)
+    if at < 0:
+        return None
+    lines = text[at + len(_JAVA_WORKER_ERROR):].splitlines()
+    end = next((i for i, line in enumerate(lines) if line.startswith("\tat ")), len(lines))
+    return "\n".join(lines[:end]).strip()
 
 
 def _is_spark_dataframe(value: Any) -> bool:
