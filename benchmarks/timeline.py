@@ -40,11 +40,11 @@ from benchmarks.lib.report import (command_line, engine_state, finish_run,  # no
                                    run_benchmark, start_run, say)
 from benchmarks.lib.session import start_spark  # noqa: E402
 from python_adapter.api import TableRef, parse_config, write_dataframe  # noqa: E402
-from python_adapter.spark.catalog_sync import SparkCatalog  # noqa: E402
+from python_adapter.spark.handle import partitions_holding  # noqa: E402
 from python_adapter.spark.locking import locked_table  # noqa: E402
 from python_adapter.table.files import current_files, file_entry  # noqa: E402
 from python_adapter.table.timeline import Timeline  # noqa: E402
-from python_adapter.table.transaction import Transaction  # noqa: E402
+from python_adapter.table.transaction import TxnOptions  # noqa: E402
 
 SCHEMA = "bench_tl"
 DAYS = 30
@@ -87,13 +87,13 @@ def _history(spark, table, commits, extra, log):
     """`commits` commits through the commit protocol, one after the other, each rewriting
     one partition's first file as a new file of the same rows."""
     for n in range(commits):
-        with locked_table(spark, table, "upsert", log=log) as (info, fs, proto):
+        with locked_table(spark, table, "upsert", log=log) as here:
+            fs, proto = here.fs, here.proto
             current = sorted(current_files(fs, proto.location, proto.timeline),
                              key=lambda f: f.path)
             old = current[n % len(current)]
-            catalog = SparkCatalog(spark, fs, table, proto.location, log)
-            with Transaction(proto, catalog, "upsert", info.partition_columns,
-                             extra=extra) as txn:
+            with here.transaction("upsert", TxnOptions(
+                    extra=extra, registered=partitions_holding(current))) as txn:
                 name = f"part-{txn.id}-{n:05d}.snappy.parquet"
                 staged = f"{proto.staging_dir(txn.id)}/data/{old.partition}/{name}"
                 fs.write_bytes(staged, fs.read_bytes(f"{proto.location}/{old.path}"))
@@ -101,7 +101,6 @@ def _history(spark, table, commits, extra, log):
                                     old.bytes, staged_path=staged,
                                     key_range=(old.key_min, old.key_max))])
                 txn.remove([old])
-                txn.registered = {f.partition for f in current}
         if (n + 1) % 200 == 0:
             say(f"    {n + 1} commits")
 

@@ -19,7 +19,7 @@ from python_adapter.core.layout import (LAYOUT_COLUMNS, Layout, file_columns, fi
 from python_adapter.errors import (ConnectionLostError, FilesystemError, SizedError,
                                    UnreadableFileError, UnreadableInstantError)
 from python_adapter.io.fs import filesystem_refusal
-from python_adapter.io.connect_client import lost_server
+from python_adapter.io.backend import backend
 # the embedded session's local filesystem, which the connection sets up before Spark starts
 from python_adapter.io.fast_local_fs import FS_CLASS, embedded_confs
 # the driver JVM's class archive: mapped at the start, written by a warm-up after the exit
@@ -101,7 +101,7 @@ def _names_unreadable_files(fn):
 def _users_error(spark: SparkSession, table: TableRef, exc: Exception) -> Optional[SizedError]:
     """_names_unreadable_files' error for `exc`; None when it is none of its kinds."""
     name = f"{table.schema}.{table.identifier}"
-    gone = lost_server(spark, exc)
+    gone = backend(spark).session.lost_server(exc)
     if gone is not None:
         return ConnectionLostError(f"{gone}. {_left_behind(name, 'once the server is back')}")
     refused = filesystem_refusal(exc)

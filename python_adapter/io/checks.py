@@ -4,7 +4,6 @@ that starts Spark, found as pyspark finds it; whether the driver's JVM has the h
 directory, through the session's filesystem; whether a Spark Connect server has this
 package's extension. Each returns a core.checks.Check and raises nothing the user caused."""
 import os
-import re
 import shutil
 import subprocess
 import uuid
@@ -12,8 +11,8 @@ from typing import Any, Mapping, Optional, Tuple
 
 from python_adapter.core.checks import (ERROR, OK, WARN, Check, java_check, metastore_check,
                                         warehouse_check)
-from python_adapter.io.connect_client import (PLUGIN_CLASS, ExtensionMissing, call,
-                                              is_connect)
+from python_adapter.io.backend import backend
+from python_adapter.io.connect_client import PLUGIN_CLASS, ExtensionMissing, call
 from python_adapter.io.fast_local_fs import (SHIPPED_JAR, Unavailable, helpers_jar, jar_loaded,
                                              skip_reason)
 from python_adapter.io.filesystems import filesystem
@@ -136,17 +135,7 @@ def _causes(exc, depth=20):
 
 def _metastore(spark):
     """(what the catalog is, whether it is an embedded Derby database)."""
-    if is_connect(spark):
-        return "the server's catalog", False
-    if spark.conf.get("spark.sql.catalogImplementation", "hive") != "hive":
-        return "the in-memory catalog", False
-    uris = spark.conf.get("spark.hadoop.hive.metastore.uris", "") or ""
-    if uris:
-        return f"the Hive metastore service at {uris}", False
-    url = spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", "") or ""
-    found = re.search(r"databaseName=([^;]+)", url)
-    name = found.group(1) if found else "metastore_db"
-    return f"the embedded Derby metastore {os.path.abspath(name)}", True
+    return backend(spark).session.catalog_description()
 
 
 def check_warehouse(spark: Any) -> Check:
@@ -154,7 +143,7 @@ def check_warehouse(spark: Any) -> Check:
     filesystem the engine writes with (local files directly, others through the session's
     Hadoop filesystem, over Connect in the server). Directories the probe needed are
     removed too: Spark creates the warehouse itself at the first schema."""
-    remote = is_connect(spark)
+    remote = backend(spark).session.remote
     path = spark.conf.get(WAREHOUSE_KEY)
     try:
         fs = filesystem(spark)

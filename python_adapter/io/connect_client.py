@@ -105,12 +105,6 @@ def call(spark: Any, op: str, on: Any = None, **args: Any) -> Any:
     return answer["ok"]
 
 
-def lost_server(spark: Any, exc: BaseException) -> Optional[str]:
-    """The error to show when `exc` means the Spark Connect server of `spark` is gone
-    (connect_retries.server_gone), else None (always for a session with its own JVM)."""
-    return server_gone(spark, exc) if is_connect(spark) else None
-
-
 def missing_message(detail: str) -> str:
     return (
         "the Spark Connect server has no dbt-sized-spark extension, which every sized "

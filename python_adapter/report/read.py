@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 from python_adapter.report.page import render_report
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.describe import read_layout
-from python_adapter.spark.locking import open_table
+from python_adapter.spark.handle import open_table
 from python_adapter.table.timeline import Timeline
 
 
@@ -20,7 +20,8 @@ def write_report(spark: SparkSession, table_ref: Union[TableRef, str], path: str
     Overwrites; returns the qualified path written."""
     if isinstance(table_ref, str):
         table_ref = _table_ref(table_ref)
-    _info, fs, location = open_table(spark, table_ref)
+    handle = open_table(spark, table_ref, reading=True)
+    fs, location = handle.fs, handle.location
     layout = read_layout(spark, table_ref)
     instants = Timeline(fs, location).history()
     text = render_report(f"{table_ref.schema}.{table_ref.identifier}", layout, instants,

@@ -2,18 +2,18 @@
 partitions (SparkCatalog: the table layer's CatalogSync)."""
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from python_adapter.io.connect_client import is_connect
 from python_adapter.io.session_info import case_sensitive
 from python_adapter.core.notice import Notice
 from python_adapter.core.partitions import parse_partition_path
 from python_adapter.errors import WriteError
-from python_adapter.spark.connect_catalog import ConnectCatalog
-from python_adapter.spark.session_catalog import NOT_FOUND, SessionCatalog
+from python_adapter.io.backend import backend
+from python_adapter.io.interfaces import Metastore
+from python_adapter.io.session_catalog import NOT_FOUND
 from python_adapter.table.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
                                            PREVIOUS_TYPE, Instant)
 
@@ -55,10 +55,10 @@ class TableInfo:
         return next((f for f in known if f in self.input_format.lower()), "hive")
 
 
-def metastore(spark: SparkSession) -> Union[SessionCatalog, ConnectCatalog]:
-    """The session's metastore calls: py4j in a session with a JVM, the Connect server's
-    extension over `method: connect`; both have one interface."""
-    return ConnectCatalog(spark) if is_connect(spark) else SessionCatalog(spark)
+def metastore(spark: SparkSession) -> Metastore:
+    """The session's metastore calls, from its backend: py4j in a session with a JVM, the
+    Connect server's extension over `method: connect`; both have one interface."""
+    return backend(spark).metastore
 
 
 def describe_table(spark: SparkSession, table: TableRef) -> Optional[TableInfo]:

@@ -66,7 +66,8 @@ def clean_table(spark: SparkSession, table: TableRef,
     as its last write recorded them)."""
     options = options or {}
     name = f"{table.schema}.{table.identifier}"
-    with locked_table(spark, table, "clean", log=log) as (_info, fs, proto):
+    with locked_table(spark, table, "clean", log=log) as here:
+        fs, proto = here.fs, here.proto
         recorded = table_retention(proto.timeline)
         retention = Retention(*retention_values(
             options.get("retain_commits", recorded.commits),

@@ -41,24 +41,25 @@ from python_adapter.core.config import (ClusterOptions, CompactOptions, cluster_
 from python_adapter.core.routing import routing_keys
 from python_adapter.core.sizes import count_of, format_duration, format_size, parse_duration
 from python_adapter.errors import ConfigError, WriteError
-from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.bloom import recorded_key, write_options
-from python_adapter.spark.catalog import TableInfo, TableRef
-from python_adapter.spark.catalog_sync import SparkCatalog
+from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.curve_keys import cell_column, with_curve_key
-from python_adapter.spark.job import ServiceProgress, service_progress
+from python_adapter.spark.job import service_progress
 from python_adapter.spark.local_table import local_table
-from python_adapter.spark.locking import locked_table, open_table
+from python_adapter.spark.handle import TableHandle, open_table, partitions_holding
+from python_adapter.spark.locking import locked as lock_table
 from python_adapter.spark.partition_where import partition_where
 from python_adapter.spark.session_conf import session_conf
 from python_adapter.spark.staging import staged_entries
 from python_adapter.spark.table_files import read_files, rows_per_file, with_file_values
-from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.faults import fault_point
 from python_adapter.table.files import current_files
 from python_adapter.table.lock import LockOptions, WriterLock
+from python_adapter.table.plans import (batch_extra, changed_groups, close_plan,
+                                        committed_groups, group_count, planned_groups,
+                                        schedule_plan)
 from python_adapter.table.timeline import FileEntry, pending_plan_files, scheduled_plans
-from python_adapter.table.transaction import Transaction
+from python_adapter.table.transaction import TxnOptions
 
 RANK_BITS = 10   # ranks in [0, 1024) per column: Z / Hilbert values fit a bigint up to 6 columns
 # What opening a file costs, in bytes, when Spark packs the files a table service reads into
@@ -110,23 +111,6 @@ class ClusterResult:
                 f"{format_duration(self.seconds)}{dropped}")
 
 
-@dataclass(frozen=True)
-class _Locked:
-    """A table and its commit protocol: what scheduling (under the writer lock) and executing
-    plans (under it only to commit) work on."""
-    spark: SparkSession
-    table: TableRef
-    info: TableInfo
-    fs: HadoopFS
-    proto: CommitProtocol
-    log: ServiceProgress
-    lock: LockOptions  # the writer lock's, to schedule and to commit (service_lock)
-
-    @property
-    def name(self) -> str:
-        return f"{self.table.schema}.{self.table.identifier}"
-
-
 def run_clustering(spark: SparkSession, table: TableRef,
                    cluster_by: Optional[Union[str, Sequence[str]]] = None,
                    strategy: str = "linear", schedule_only: bool = False,
@@ -141,8 +125,8 @@ def run_clustering(spark: SparkSession, table: TableRef,
     def schedule(locked):
         return _schedule(locked, cluster_by, strategy, option_overrides)
     with service_progress(spark, table, "clustering", log) as progress:
-        return _run_service(spark, table, "clustering", schedule if cluster_by else None,
-                            schedule_only, progress, run)
+        return _run_service(open_table(spark, table, progress), "clustering",
+                            schedule if cluster_by else None, schedule_only, run)
 
 
 def run_compaction(spark: SparkSession, table: TableRef, options: Mapping[str, Any],
@@ -158,13 +142,13 @@ def run_compaction(spark: SparkSession, table: TableRef, options: Mapping[str, A
     lock = service_lock(options.pop("lock_timeout", None), "sized_compact",
                         f"{table.schema}.{table.identifier}")
     with service_progress(spark, table, "compaction", log) as progress:
-        info, _fs, _location = open_table(spark, table)
+        handle = open_table(spark, table, progress)
         checked = _compact_options(options, {})
-        scope = _scope(spark, info, table, partitions, options.get("where"))
+        scope = _scope(spark, handle.info, table, partitions, options.get("where"))
 
         def schedule(locked):
             return _schedule_compaction(locked, options, scope)
-        return _run_service(spark, table, "compaction", schedule, schedule_only, progress,
+        return _run_service(handle, "compaction", schedule, schedule_only,
                             _Run(checked.partial_progress_groups, lock))
 
 
@@ -223,17 +207,18 @@ def _scope(spark, info, table, partitions, where) -> Callable[[Collection[str]],
     return scope
 
 
-def _run_service(spark, table, service, schedule, schedule_only, log, run: _Run = _Run()
-                 ) -> ClusterResult:
+def _run_service(table: TableHandle, service: str, schedule, schedule_only: bool,
+                 run: _Run = _Run()) -> ClusterResult:
     """A table service's run: schedule (when given) under the writer lock, then execute the
     pending plans under the service lock, each committed under the writer lock (run.batch:
     groups per commit, partial progress; None: one commit per plan)."""
+    log = table.log
     start = log.start  # the run's, as its progress lines count it
     batch = run.batch
-    with locked_table(spark, table, service, log=log, lock=run.lock) as (info, fs, proto):
-        locked = _Locked(spark, table, info, fs, proto, log, run.lock)
+    with lock_table(table, service, run.lock) as here:
+        proto, fs = here.proto, here.fs
         earlier = {p.instant for p in scheduled_plans(proto.timeline)}
-        scheduled = schedule(locked) if schedule else 0
+        scheduled = schedule(here) if schedule else 0
         plans = [] if schedule_only else scheduled_plans(proto.timeline)
     result = ClusterResult(scheduled, 0, 0, 0, 0, 0, 0.0, service=service)
     if plans:
@@ -242,10 +227,10 @@ def _run_service(spark, table, service, schedule, schedule_only, log, run: _Run 
         try:
             for plan in plans:
                 if plan.instant in earlier:  # scheduled by an earlier run, killed or not
-                    log(Notice(f"{locked.name}: {service} resuming the pending plan of "
+                    log(Notice(f"{here.name}: {service} resuming the pending plan of "
                                f"{plan.instant} ({plan.operation}, "
-                               f"{count_of(_group_count(plan), 'group')})"))
-                _execute(locked, plan, result, batch)
+                               f"{count_of(group_count(plan), 'group')})"))
+                _execute(here, plan, result, batch)
         except Exception:  # not a crash: a crashed run keeps its lock, as a dead process does
             service_lock.release()
             raise
@@ -262,7 +247,7 @@ def _options(locked, cluster_by, strategy, overrides) -> ClusterOptions:
     missing = [c for c in names if c.lower() not in {n.lower() for n in columns}]
     if missing:
         raise ConfigError(f"cluster_by: column(s) {', '.join(missing)} not found in "
-                          f"{locked.table.quoted}; its columns are {', '.join(columns)}")
+                          f"{locked.table.ref.quoted}; its columns are {', '.join(columns)}")
     last = locked.proto.timeline.written_with()
     if "target_file_size" in last:
         overrides.setdefault("target_file_size", int(last["target_file_size"]))
@@ -284,7 +269,8 @@ def _schedule(locked, cluster_by, strategy, overrides) -> int:
         return 0
     extra = {"strategy": options.strategy, "cluster_by": ",".join(options.cluster_by),
              "target_file_size": options.target_file_size}
-    _store_plan(locked, "cluster", groups, current, extra)
+    schedule_plan(locked.proto, "cluster", locked.info.partition_columns, groups, current,
+                  extra)
     locked.log(f"clustering plan: {count_of(len(groups), 'group')} of "
                f"{count_of(sum(len(g.files) for g in groups), 'file')} "
                f"({format_size(sum(g.bytes for g in groups))}), strategy "
@@ -313,7 +299,8 @@ def _schedule_compaction(locked, overrides, scope) -> int:
     extra = {"strategy": "none", "cluster_by": "", "target_file_size": options.target_file_size}
     if options.partial_progress_groups:  # the plan keeps it, whoever executes it
         extra["partial_progress_groups"] = options.partial_progress_groups
-    _store_plan(locked, "compact", groups, current, extra)
+    schedule_plan(locked.proto, "compact", locked.info.partition_columns, groups, current,
+                  extra)
     files = sum(len(g.files) for g in groups)
     locked.log(f"compaction plan: {count_of(len(groups), 'group')} in "
                f"{count_of(len({g.partition for g in groups}), 'partition')}{in_scope}, "
@@ -342,41 +329,14 @@ def _files_by_partition(current) -> Dict[str, list]:
     return by_part
 
 
-def _store_plan(locked, operation, groups, current, extra) -> None:
-    """The groups as a scheduled replacecommit: their files in `removed` (file_group = the
-    group id), each group's output file count in extra."""
-    entry = {f.path: f for f in current}
-    extra = {"scheduled": "true", **extra}
-    removed = []
-    for g in groups:
-        extra[f"group.{g.group_id}.output_files"] = g.output_files
-        for rel, _size in g.files:
-            f = entry[rel]
-            removed.append(FileEntry(f.partition, f.path, f.rows, f.bytes, g.group_id, "",
-                                     f.key_min, f.key_max))
-    instant = locked.proto.request(operation, locked.info.partition_columns,
-                                   action="replacecommit", extra=extra)
-    locked.proto.timeline.write(instant.with_state("requested", removed=tuple(removed)))
-
-
 def _still_as_planned(plan, groups, current, log):
     """{group id: [FileEntry]} of `groups` (of the plan) whose files are all still as
     planned; a group a writer rewrote since is dropped (planned again next time)."""
-    dropped = {g for g, files in groups.items()
-               if any(current.get(f.path) is None or current[f.path].bytes != f.bytes
-                      for f in files)}
+    dropped = changed_groups(groups, current)
     if dropped:
         log(f"clustering plan {plan.instant}: {count_of(len(dropped), 'group')} changed since "
             f"planned (a writer rewrote their files); dropped, planned again next time")
     return {g: files for g, files in groups.items() if g not in dropped}
-
-
-def _planned_groups(plan):
-    """{group id: [FileEntry]} as the plan lists them, in its order."""
-    groups = {}
-    for f in plan.removed:
-        groups.setdefault(f.file_group, []).append(f)
-    return groups
 
 
 @dataclass
@@ -398,13 +358,13 @@ def _execute(locked, plan, result: ClusterResult, batch: Optional[int] = None) -
     executes the rest of the plan; the plan's instant is closed after the last batch."""
     staging = locked.proto.staging_dir(plan.instant) + "/data"
     locked.fs.delete(staging)  # what an execution that crashed had written
-    planned = _planned_groups(plan)
+    planned = planned_groups(plan)
     batch = batch or int(plan.extra.get("partial_progress_groups", 0)) or None
     if batch is None:
         _run_batch(locked, plan, _Batch(planned), staging, result)
         result.executed_plans += 1
         return
-    done = _committed_groups(locked.proto.timeline, plan)
+    done = committed_groups(locked.proto.timeline, plan)
     todo = [g for g in planned if g not in done]
     if done:
         locked.log(f"{result.service} plan {plan.instant}: {len(done)} of its "
@@ -419,7 +379,7 @@ def _execute(locked, plan, result: ClusterResult, batch: Optional[int] = None) -
 
 def _run_batch(locked, plan, part: _Batch, staging: str, result: ClusterResult) -> None:
     """Write a batch's groups into staging, commit them, count them in result."""
-    order = list(_planned_groups(plan))
+    order = list(planned_groups(plan))
     first = order.index(next(iter(part.groups))) if part.groups else 0
     staged = _write_groups(locked, plan, part.groups, staging, first)
     fault_point("clustering_staged")
@@ -444,8 +404,8 @@ def _commit_batch(locked, plan, part: _Batch, staged):
     Returns (the groups kept, the files added, the files removed)."""
     spark, instant = locked.spark, plan.instant
     locked.log.phase("commit")
-    with locked_table(spark, locked.table, "clustering", log=locked.log,
-                      lock=locked.lock) as (info, fs, proto):
+    with lock_table(locked.table, "clustering", locked.lock) as now:
+        fs, proto = now.fs, now.proto
         plan = next((p for p in scheduled_plans(proto.timeline) if p.instant == instant), None)
         if plan is None:  # rolled back meanwhile (sized_rollback of the table)
             fs.delete(proto.staging_dir(instant))
@@ -460,17 +420,16 @@ def _commit_batch(locked, plan, part: _Batch, staged):
         added = [e for g in sorted(kept) for e in written.get(g, [])]
         removed = [current[f.path] for g in sorted(kept) for f in valid[g]]
         if kept or not part.number:
-            catalog = SparkCatalog(spark, fs, locked.table, proto.location, locked.log)
-            with Transaction(proto, catalog, plan.operation, info.partition_columns,
-                             action=plan.action, extra=_batch_extra(plan, kept),
-                             planned=None if part.number else plan) as txn:
+            # files were there, so were their partitions: the catalog is asked about none
+            # of them (hundreds, when a compaction covers a year of days)
+            with now.transaction(plan.operation, TxnOptions(
+                    action=plan.action, extra=batch_extra(plan, kept),
+                    planned=None if part.number else plan,
+                    registered=partitions_holding(current.values()))) as txn:
                 txn.add(added)
                 txn.remove(removed)
-                # files were there, so were their partitions: the catalog is asked about
-                # none of them (hundreds, when a compaction covers a year of days)
-                txn.registered = {f.partition for f in current.values()}
         if part.number and part.last:
-            _close_plan(proto, plan)
+            close_plan(proto, plan)
     return kept, added, removed
 
 
@@ -494,28 +453,6 @@ def _check_rows(plan, kept, written, valid) -> None:
                              f"{count_of(sum(staged), 'row')} written for the "
                              f"{sum(planned)} of its files; nothing was committed (a bug: "
                              f"please report it)")
-
-
-def _batch_extra(plan, kept) -> dict:
-    """A batch's record: the plan's strategy and target, the plan and the groups it did."""
-    extra = {k: plan.extra[k] for k in ("strategy", "cluster_by", "target_file_size")
-             if k in plan.extra}
-    return {**extra, "plan": plan.instant, "plan_groups": ",".join(sorted(kept))}
-
-
-def _committed_groups(timeline, plan) -> set:
-    """The plan's groups that completed batches (partial progress) committed."""
-    return {g for i in timeline.completed(("replacecommit",))
-            if i.extra.get("plan") == plan.instant
-            for g in i.extra.get("plan_groups", "").split(",") if g}
-
-
-def _close_plan(proto, plan) -> None:
-    """A plan whose batches are all committed (or dropped) is done: its staging goes, then
-    its requested instant. A crash in between leaves a plan with nothing left to do, which
-    the next run closes."""
-    proto.fs.delete(proto.staging_dir(plan.instant))
-    proto.timeline.delete_unfinished(plan)
 
 
 @dataclass
@@ -599,7 +536,7 @@ def _write_groups(locked, plan, groups, staging, done=0):
         first, done = done + 1, done + len(job.groups)
         which = f"group {first}" if len(job.groups) == 1 else f"groups {first}-{done}"
         out = f"{staging}/job-{k}"
-        locked.log.phase(f"{which} of {_group_count(plan)}")  # the Spark UI's description
+        locked.log.phase(f"{which} of {group_count(plan)}")  # the Spark UI's description
         try:
             _write_job(locked, plan, job, (which, out))
         except Exception:
@@ -609,8 +546,8 @@ def _write_groups(locked, plan, groups, staging, done=0):
             locked.fs.delete(out)
             continue
         staged.append((job.tasks, out))
-        if done < _group_count(plan):
-            locked.log.groups_written(done, _group_count(plan))
+        if done < group_count(plan):
+            locked.log.groups_written(done, group_count(plan))
     return staged
 
 
@@ -624,8 +561,9 @@ def _write_job(locked, plan, job: _Job, where) -> None:
         "in file order" + (", whole files per task" if job.runs else "")
     total = sum(job.outputs[g] for g in groups)
     locked.log(f"{'compacting' if strategy == 'none' else 'clustering'} {which} of "
-               f"{_group_count(plan)}: {count_of(len(rel_paths), 'file')} -> {total}, {how}")
-    schema = spark.table(locked.name).schema
+               f"{group_count(plan)}: {count_of(len(rel_paths), 'file')} -> {total}, {how}")
+    # the schema as Spark reads the table, from its description (no lookup per job)
+    schema = locked.info.read_schema or spark.table(locked.name).schema
     options = _bloom_options(locked, plan, rel_paths)
     if job.runs and _write_aligned(locked, job, schema, (out, options)):
         return
@@ -677,10 +615,6 @@ def _write_aligned(locked, job: _Job, schema, where) -> bool:
             return False
         rows.write.partitionBy(*pcols).options(**options).mode("append").parquet(out)
     return True
-
-
-def _group_count(plan) -> int:
-    return len({f.file_group for f in plan.removed})
 
 
 def _all_in_place(locked, files) -> bool:

@@ -11,9 +11,9 @@ from python_adapter.core.layout import Layout, LayoutFile
 from python_adapter.core.sizes import format_size
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.job import resolve_names
-from python_adapter.spark.locking import open_table
+from python_adapter.spark.handle import open_table
 from python_adapter.table.files import current_files
-from python_adapter.table.timeline import Timeline, files_added, files_removed, is_clustering
+from python_adapter.table.timeline import files_added, files_removed, is_clustering
 
 TIMELINE_COLUMNS = ["instant", "time", "action", "state", "operation", "files_added",
                     "files_removed", "rows", "bytes", "size"]
@@ -31,8 +31,9 @@ def read_layout(spark: SparkSession, table: TableRef,
                 cluster_by: Optional[Union[str, Sequence[str]]] = None) -> Layout:
     """Layout of a table's files: rows from the Parquet footers and, per file, the min / max
     of the cluster columns (given, or those of the table's last clustering)."""
-    info, fs, location = open_table(spark, table)
-    timeline = Timeline(fs, location)
+    handle = open_table(spark, table, reading=True)
+    info, fs, location = handle.info, handle.fs, handle.location
+    timeline = handle.timeline
     current = current_files(fs, location)
     target, small = _written_with(timeline)
     if cluster_by is None:
@@ -62,9 +63,8 @@ def read_layout(spark: SparkSession, table: TableRef,
 def timeline_rows(spark: SparkSession, table: TableRef) -> List[list]:
     """One row per instant of the table, oldest first (TIMELINE_COLUMNS), archived ones
     included."""
-    _info, fs, location = open_table(spark, table)
     rows = []
-    timeline = Timeline(fs, location)
+    timeline = open_table(spark, table, reading=True).timeline
     target, _small = _written_with(timeline)
     for inst in timeline.history():
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(inst.created_at_ms / 1000))

@@ -17,6 +17,7 @@ from python_adapter.core.notice import Notice
 from python_adapter.core.sizes import count_of, format_count, format_duration, format_size
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.catalog import TableRef
+from python_adapter.spark.handle import Locked
 from python_adapter.spark.session_conf import session_conf
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.timeline import FileEntry
@@ -120,7 +121,7 @@ class WriteJob:
     """One write of a model's result: where, what, how, and its progress log."""
     spark: SparkSession
     fs: HadoopFS
-    proto: CommitProtocol    # of the table's location, its lock held
+    locked: Optional[Locked]    # the table at the write's location, its lock held
     df: DataFrame            # the rows; once shaped, in the table's column order
     table: TableRef
     cfg: SizedConfig
@@ -135,6 +136,10 @@ class WriteJob:
     @property
     def table_name(self) -> str:
         return f"{self.table.schema}.{self.table.identifier}"
+
+    @property
+    def proto(self) -> CommitProtocol:
+        return self.locked.proto
 
     def read_schema(self) -> StructType:
         """The table's schema for reading its files: the one its description gave under the
@@ -181,7 +186,6 @@ class Staged:
     removed: List[FileEntry]
     files_planned: int
     bytes_per_row: Optional[float]
-    registered: set                          # partitions that held files before the write
     files_before: int                        # the table's files before the write
     changes: RowChanges
 

@@ -21,12 +21,11 @@ from pyspark.sql import SparkSession
 
 from python_adapter.core.sizes import count_of
 from python_adapter.spark.catalog import TableRef
-from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.locking import locked_table
 from python_adapter.spark.table_files import rows_per_file, unreadable_file
 from python_adapter.table.files import current_files, damaged_files, file_entry
 from python_adapter.table.timeline import setting_aside_unreadable
-from python_adapter.table.transaction import Transaction
+from python_adapter.table.transaction import TxnOptions
 
 
 @dataclass
@@ -110,7 +109,8 @@ def _find_damage(spark, proto, current):
 def repair_table(spark: SparkSession, table: TableRef,
                  log: Callable[[str], None] = print) -> RepairResult:
     with setting_aside_unreadable(), \
-            locked_table(spark, table, "repair", log=log) as (info, fs, proto):
+            locked_table(spark, table, "repair", log=log) as here:
+        fs, proto = here.fs, here.proto
         set_aside = tuple(proto.timeline.set_aside)
         current = current_files(fs, proto.location, proto.timeline)
         damage = _find_damage(spark, proto, current)
@@ -121,14 +121,14 @@ def repair_table(spark: SparkSession, table: TableRef,
         removed = damage.missing + [old for old, _ in damage.readable] + damage.unreadable
         added = [new for _, new in damage.readable] + damage.unrecorded
         in_place = {e.path for e in damage.missing} | {a.path for a in added}
-        catalog = SparkCatalog(spark, fs, table, proto.location, log)
-        with Transaction(proto, catalog, "repair", info.partition_columns, extra={
+        # registered stays empty: a repaired partition may be one the metastore lost
+        with here.transaction("repair", TxnOptions(extra={
                 "rows_lost": damage.rows_lost, "rows_gained": damage.rows_gained,
                 "files_missing": len(damage.missing),
                 "files_changed": len(damage.readable) + len(damage.unreadable),
                 "files_unreadable": len(damage.unreadable),
                 "files_unrecorded": len(damage.unrecorded),
-                "set_aside": ",".join(set_aside)}) as txn:
+                "set_aside": ",".join(set_aside)})) as txn:
             txn.add(added)      # recorded where they are
             txn.remove(removed, in_place=in_place)  # unreadable files are set aside
         done = txn.done

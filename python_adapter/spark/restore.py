@@ -15,12 +15,12 @@ from pyspark.sql import SparkSession
 from python_adapter.core.sizes import count_of
 from python_adapter.errors import ConfigError
 from python_adapter.spark.catalog import TableRef
-from python_adapter.spark.catalog_sync import SparkCatalog
+from python_adapter.spark.handle import partitions_holding
 from python_adapter.spark.locking import locked_table
 from python_adapter.table.archive import table_retention
 from python_adapter.table.files import current_files
 from python_adapter.table.restore_plan import RestorePlan, plan_restore, restorable_instants
-from python_adapter.table.transaction import Transaction
+from python_adapter.table.transaction import TxnOptions
 
 RESTORED_TO = "restored_to"
 
@@ -32,7 +32,8 @@ def restore_table(spark: SparkSession, table: TableRef, instant: str,
     names those that can)."""
     instant = str(instant).strip()
     name = f"{table.schema}.{table.identifier}"
-    with locked_table(spark, table, "restore", log=log) as (info, fs, proto):
+    with locked_table(spark, table, "restore", log=log) as here:
+        fs, proto = here.fs, here.proto
         timeline = proto.timeline
         current = {f.path: f for f in current_files(fs, proto.location, timeline, check=name)}
         history = timeline.history()
@@ -52,11 +53,10 @@ def restore_table(spark: SparkSession, table: TableRef, instant: str,
             raise ConfigError(f"instant: {instant!r} cannot be restored: {_why(plan, timeline)}"
                               f"; {name} can be restored to {', '.join(can) or 'none'}. "
                               f"Nothing changed")
-        catalog = SparkCatalog(spark, fs, table, proto.location, log)
-        with Transaction(proto, catalog, "restore", info.partition_columns,
-                         extra={RESTORED_TO: instant}) as txn:
-            # a partition that holds files now is registered: only the others are created
-            txn.registered = {f.partition for f in current.values()}
+        # a partition that holds files now is registered: only the others are created
+        with here.transaction("restore", TxnOptions(
+                extra={RESTORED_TO: instant},
+                registered=partitions_holding(current.values()))) as txn:
             txn.add(list(plan.back))
             txn.remove(list(plan.gone))
     log(f"restored {name} to {instant} as {txn.done.instant}: "

@@ -9,11 +9,11 @@ from python_adapter.core.sizes import count_of
 from python_adapter.errors import WriteError
 from python_adapter.io.filesystems import filesystem
 from python_adapter.spark.catalog import TableRef, describe_table, table_location
-from python_adapter.spark.catalog_sync import SparkCatalog
+from python_adapter.spark.handle import TableHandle, partitions_holding
 from python_adapter.spark.locking import locked_locations, locked_table
 from python_adapter.table.files import current_files
 from python_adapter.table.timeline import ARCHIVED, PREVIOUS_DDL
-from python_adapter.table.transaction import Transaction
+from python_adapter.table.transaction import TxnOptions
 
 
 def recover_table(spark: SparkSession, table: TableRef,
@@ -26,7 +26,8 @@ def recover_table(spark: SparkSession, table: TableRef,
     info = describe_table(spark, table)
     if info is not None and info.table_type != "VIEW":
         places.append(fs.qualify(info.location))
-    with locked_locations(spark, table, "recover", places, log=log) as protos:
+    handle = TableHandle(spark, table, fs, places[-1], info, log)
+    with locked_locations(handle, "recover", places) as protos:
         return [inst for proto in protos for inst in proto.rolled_back]
 
 
@@ -53,7 +54,8 @@ def rollback_last_commit(spark: SparkSession, table: TableRef,
                          log: Callable[[str], None] = print) -> str:
     """Restore the table to its state before its last completed commit, as a new
     `rollback` instant through the commit protocol (so it is crash safe too)."""
-    with locked_table(spark, table, "rollback", log=log) as (info, fs, proto):
+    with locked_table(spark, table, "rollback", log=log) as here:
+        fs, proto = here.fs, here.proto
         last = _last_commit(proto, table)
         restore = [replace(f, moved_path=f"{proto.aside_dir(last.instant)}/{f.path}")
                    for f in last.removed]
@@ -62,14 +64,13 @@ def rollback_last_commit(spark: SparkSession, table: TableRef,
             raise WriteError(
                 f"cannot roll back {last.instant}: {len(gone)} of the files it replaced are no "
                 f"longer kept (only the last commit's replaced files are), e.g. {gone[0]}")
-        catalog = SparkCatalog(spark, fs, table, proto.location, log)
-        with Transaction(proto, catalog, "rollback", info.partition_columns, action="rollback",
-                         extra={"rolled_back": last.instant}) as txn:
-            current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
-                                                        check=f"{table.schema}.{table.identifier}")}
-            removed = [current[f.path] for f in last.added if f.path in current]
-            # a partition that holds files now is registered: only the others are created
-            txn.registered = {f.partition for f in current.values()}
+        current = {f.path: f for f in current_files(fs, proto.location, proto.timeline,
+                                                    check=here.name)}
+        removed = [current[f.path] for f in last.added if f.path in current]
+        # a partition that holds files now is registered: only the others are created
+        with here.transaction("rollback", TxnOptions(
+                action="rollback", extra={"rolled_back": last.instant},
+                registered=partitions_holding(current.values()))) as txn:
             txn.add(restore)
             txn.remove(removed)
     log(f"rolled back {last.operation} {last.instant}: restored "

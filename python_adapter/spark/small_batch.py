@@ -316,9 +316,8 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry],
     topped = files_to_top_up(job, {partition_path(job.pcols, t) for t in texts}, current)
     if topped is None:
         return None
-    registered = {f.partition for f in current}
     if not texts:  # no rows: nothing to write
-        return Staged([], [], 0, None, registered, len(current), RowChanges())
+        return Staged([], [], 0, None, len(current), RowChanges())
     target = cfg.target_file_size
     job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): one task "
                  f"writes each partition's file, topping up {count_of(len(topped), 'small file')}",
@@ -332,7 +331,7 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry],
                  f"{format_size(sum(a.bytes for a in added), target)}, rewriting "
                  f"{format_size(sum(f.bytes for f in topped), target)} of existing "
                  f"files")
-    return Staged(added, topped, len(added), sum(a.bytes for a in added) / written, registered,
+    return Staged(added, topped, len(added), sum(a.bytes for a in added) / written,
                   len(current), RowChanges(inserted=written - sum(f.rows for f in topped)))
 
 
@@ -352,7 +351,7 @@ def _stage_new_files(job: WriteJob, batch: DataFrame, staging: str, estimate: in
     if written is None:
         return None
     return Staged(written.added, [], written.files_planned, written.bytes_per_row,
-                  {f.partition for f in current}, len(current),
+                  len(current),
                   RowChanges(inserted=sum(a.rows for a in written.added)))
 
 

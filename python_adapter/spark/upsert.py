@@ -557,7 +557,7 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
              f"rewriting {format_size(sum(f.bytes for f in removed), like)} of existing files")
     summary = plan.summary
     return Staged(added, removed, summary["new_files"] + summary["files_rewritten"], bpr,
-                  {f.partition for f in current}, len(current), RowChanges(**plan.rows))
+                  len(current), RowChanges(**plan.rows))
 
 
 def _worth_caching_batch(job: WriteJob, df: DataFrame) -> bool:
@@ -648,7 +648,7 @@ def _as_small_merge(job: WriteJob, key_check: KeyCheck, passes, staging: str,
                  f"{format_size(sum(a.bytes for a in added), target)}, rewriting {read} of "
                  f"existing files")
     return Staged(added, candidates, len(added), sum(a.bytes for a in added) / written
-                  if written else None, {f.partition for f in current}, len(current),
+                  if written else None, len(current),
                   RowChanges(**{k: counted[k] or 0 for k in ("inserted", "updated", "deleted")}))
 
 

@@ -4,7 +4,7 @@ insert in `upsert`. Everything that changes the table, its definition in the met
 included, happens under its writer lock, as one Transaction."""
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -21,7 +21,6 @@ from python_adapter.io.filesystems import filesystem
 from python_adapter.spark.catalog import (TableInfo, TableRef, create_table, describe_table,
                                           drop_definition, show_create, require_parquet,
                                           table_location)
-from python_adapter.spark.catalog_sync import SparkCatalog
 from python_adapter.spark.distribution import distribute, matched_by_value
 from python_adapter.spark.job import (Progress, RowChanges, Staged, WriteJob, WriteResult,
                                       Written, cache_batch, delete_flag, job_phases,
@@ -30,7 +29,8 @@ from python_adapter.spark.cluster_exec import run_clustering, run_compaction
 from python_adapter.spark.constraints import (check_not_null_rows, check_null_counts,
                                               null_count_names, null_counts,
                                               refuse_null_like_partitions)
-from python_adapter.spark.locking import adopt_if_foreign, locked_locations, open_table
+from python_adapter.spark.handle import Locked, TableHandle, partitions_holding
+from python_adapter.spark.locking import adopt_if_foreign, locked_locations
 from python_adapter.spark.measure import raw_row_bytes
 from python_adapter.spark.schema_change import apply_schema_change, needs_new_definition
 from python_adapter.spark.session_conf import session_conf
@@ -44,9 +44,9 @@ from python_adapter.table.faults import fault_point
 from python_adapter.table.lock import LockOptions
 from python_adapter.table.files import current_files
 from python_adapter.table.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
-                                           PREVIOUS_TYPE, Instant, Timeline, is_clustering,
+                                           PREVIOUS_TYPE, FileEntry, Instant, Timeline, is_clustering,
                                            meta_dir_of, setting_aside_unreadable)
-from python_adapter.table.transaction import Transaction
+from python_adapter.table.transaction import TxnOptions
 
 
 def write_dataframe(spark: SparkSession, df: DataFrame, table: TableRef, cfg: SizedConfig,
@@ -61,17 +61,32 @@ def write_dataframe(spark: SparkSession, df: DataFrame, table: TableRef, cfg: Si
         fs = filesystem(spark)
         job = WriteJob(spark, fs, None, df, table, cfg,
                        resolve_names(cfg.partition_by, df.columns), progress)
-        result = _write_locked(job, full_refresh)
-        _services_if_due(job)
+        result, location = _write_locked(job, full_refresh)
+        _services_if_due(job, location)
     return result
 
 
-def _write_locked(job: WriteJob, full_refresh: bool) -> WriteResult:
-    """The write under the table's lock, on the table as recovery leaves it."""
+def _open_for_write(job: WriteJob, target: str) -> TableHandle:
+    """The table's handle as the write finds it (described once): a view of its name is
+    dropped (a model that was a view becomes a table)."""
+    info = describe_table(job.spark, job.table)
+    if info is not None and info.table_type == "VIEW":
+        job.spark.sql(f"DROP VIEW IF EXISTS {job.table.quoted}")
+        info = None
+    here = job.fs.qualify(info.location) if info is not None else target
+    handle = TableHandle(job.spark, job.table, job.fs, here, info, job.progress)
+    handle.note_timelines(dict.fromkeys([target, here]))
+    return handle
+
+
+def _write_locked(job: WriteJob, full_refresh: bool) -> Tuple[WriteResult, str]:
+    """The write under the table's lock, on the table as recovery leaves it; returns the
+    result and the location written."""
     spark, fs, table, cfg, df = job.spark, job.fs, job.table, job.cfg, job.df
     target = fs.qualify(table_location(spark, table))
+    handle = _open_for_write(job, target)
     for _attempt in range(3):
-        existing = _table_or_none(spark, table)
+        existing = handle.info
         if existing is not None and not full_refresh:
             require_parquet(existing, table, f"an incremental run ({cfg.incremental_strategy})")
         here = fs.qualify(existing.location) if existing is not None else None
@@ -79,19 +94,21 @@ def _write_locked(job: WriteJob, full_refresh: bool) -> WriteResult:
         lock = LockOptions(lease=cfg.lock_lease, timeout=cfg.lock_timeout)
         # a full refresh replaces every file: an unreadable record of them is set aside
         aside = setting_aside_unreadable() if full_refresh else nullcontext()
-        with aside, locked_locations(spark, table, operation, [target] + [here] * (here is not None),
-                              log=job.progress, lock=lock) as protos:
-            existing = describe_table(spark, table)  # recovery may have restored or dropped it
+        with aside, locked_locations(handle, operation,
+                                     [target] + [here] * (here is not None), lock=lock) as protos:
+            # recovery may have restored or dropped it, another writer redefined it
+            existing = handle.info_under_lock(protos)
             now = fs.qualify(existing.location) if existing is not None else None
             if now is not None and now not in (target, here):
                 continue  # recovery put back a definition elsewhere: lock that place too
-            job = replace(job, proto=protos[0])
+            job = replace(job, locked=Locked(handle, protos[0], lock))
             if existing is None or (full_refresh and needs_new_definition(
                     existing, df, job.pcols, now, target)):
-                return _define_write(job, existing)
+                return _define_write(job, existing), target
             if now != target:  # location_root changed: it takes effect on a full refresh
-                job = replace(job, proto=next(p for p in protos if p.location == now))
-            return _write_existing(job, existing, full_refresh)
+                job = replace(job, locked=Locked(
+                    handle, next(p for p in protos if p.location == now), lock))
+            return _write_existing(job, existing, full_refresh), now
     raise WriteError(f"{table.quoted} kept moving while it was being locked; try again")
 
 
@@ -111,7 +128,7 @@ def _rewritten(instant: Instant) -> bool:
     return instant.action == "replacecommit"
 
 
-def _services_if_due(job: WriteJob) -> None:
+def _services_if_due(job: WriteJob, location: str) -> None:
     """Inline clustering when `cluster_every_n_commits` commits were written since the
     last clustering, else compaction when `compact_every_n_commits` were since the last
     clustering or compaction. A table that is locked (a service running) waits for the
@@ -119,8 +136,7 @@ def _services_if_due(job: WriteJob) -> None:
     cfg = job.cfg
     if not (cfg.cluster_every_n_commits and cfg.cluster_by) and not cfg.compact_every_n_commits:
         return
-    _info, fs, location = open_table(job.spark, job.table)
-    timeline = Timeline(fs, location)
+    timeline = Timeline(job.fs, location)
     clustering = commits_since(timeline, is_clustering)
     if cfg.cluster_by and cfg.cluster_every_n_commits and \
             clustering >= cfg.cluster_every_n_commits:
@@ -148,16 +164,6 @@ def _inline(job, service, run) -> None:
         job.progress(Notice(f"inline {service} skipped: {exc}"))
 
 
-def _table_or_none(spark, table):
-    """The table's description, None when there is none; a view of its name is dropped
-    (a model that was a view becomes a table)."""
-    existing = describe_table(spark, table)
-    if existing is not None and existing.table_type == "VIEW":
-        spark.sql(f"DROP VIEW IF EXISTS {table.quoted}")
-        return None
-    return existing
-
-
 def _write_existing(job: WriteJob, existing: TableInfo, full_refresh: bool) -> WriteResult:
     """An incremental run, or a full refresh that keeps the table's definition."""
     operation = "full_refresh" if full_refresh else job.cfg.incremental_strategy
@@ -170,8 +176,7 @@ def _write_existing(job: WriteJob, existing: TableInfo, full_refresh: bool) -> W
             raise ConfigError(
                 f"partition_by: the table is partitioned by {list(existing.partition_columns)}, "
                 f"the model by {list(job.pcols)}; run with --full-refresh to change it")
-        adopt_if_foreign(job.spark, job.table, existing, job.proto,
-                         _key_column(job.cfg, existing))
+        adopt_if_foreign(job.locked, _key_column(job.cfg, existing))
         df, existing = apply_schema_change(job, existing)
         job = replace(job, df=df)
     return _commit_write(replace(job, operation=operation, table_schema=existing.read_schema)
@@ -234,19 +239,21 @@ def _check_location_is_free(fs, proto, table, existing):
 def _commit_write(job: WriteJob, extra: Optional[dict] = None, define=None) -> WriteResult:
     """The write as one Transaction: stage the new files, then commit them."""
     cfg, proto = job.cfg, job.proto
-    catalog = SparkCatalog(job.spark, job.fs, job.table, proto.location, job.progress)
-    with Transaction(proto, catalog, job.operation, job.pcols, extra={
+    current = _current(job)
+    # a full refresh may follow a table recreated over files of no table: it registers
+    # every partition it writes; other writes know those that hold files now
+    registered = frozenset() if job.operation == "full_refresh" else partitions_holding(current)
+    with job.locked.transaction(job.operation, TxnOptions(extra={
             "target_file_size": cfg.target_file_size, "small_file_limit": cfg.small_file_limit,
             "distribution": cfg.distribution, RETAIN_COMMITS: cfg.retain_commits,
             RETAIN_HOURS: cfg.retain_hours, BLOOM_KEY: bloom_key(cfg, job.df.columns) or "",
-            **(extra or {})}) as txn:
+            **(extra or {})}, registered=registered, define=define),
+            partition_columns=job.pcols) as txn:
         job = replace(job, extra=txn.extra, staging=proto.staging_dir(txn.id))
-        staged = _stage(job)
+        staged = _stage(job, current)
         txn.add(staged.added)
         txn.remove(staged.removed)
-        txn.registered = staged.registered
-        txn.define = define
-        txn.completed_extra["bytes_per_row"] = f"{staged.bytes_per_row or 0:.3f}"
+        txn.note(bytes_per_row=f"{staged.bytes_per_row or 0:.3f}")
         job.progress(f"publishing {count_of(len(staged.added), 'file')}, replacing "
                      f"{len(staged.removed)}", phase="publish")
     done = txn.done
@@ -262,29 +269,29 @@ def _commit_write(job: WriteJob, extra: Optional[dict] = None, define=None) -> W
     return result
 
 
-def _stage(job: WriteJob) -> Staged:
+def _current(job: WriteJob) -> List[FileEntry]:
+    """The table's files before the write, checked against the timeline's record unless
+    the write replaces them all: a full refresh replaces every file, so files changed
+    outside the timeline do not matter to it; the others keep some and check them."""
+    full = job.operation == "full_refresh"
+    return current_files(job.fs, job.proto.location, job.proto.timeline,
+                         check=None if full else job.table_name)
+
+
+def _stage(job: WriteJob, current: List[FileEntry]) -> Staged:
     """Plan and write the new files to the instant's staging area."""
     staging = job.staging + "/data"
     if job.operation in ("upsert", "insert", "microbatch"):
-        current = current_files(job.fs, job.proto.location, job.proto.timeline,
-                                check=job.table_name)
         small = stage_small_insert(job, staging, current) if job.operation == "insert" else None
         return small or stage_upsert(job, staging, current)
     full = job.operation == "full_refresh"
-    # A full refresh replaces every file, so files changed outside the timeline do not
-    # matter to it; insert_overwrite keeps the other partitions' files and checks them.
-    current = current_files(job.fs, job.proto.location, job.proto.timeline,
-                            check=None if full else job.table_name)
     df = _rows_to_write(job)
     written = write_without_count(job, df, staging) or _write_planned(job, df, staging)
     added = written.added
     touched = {a.partition for a in added}
     removed = current if full or not job.pcols else [f for f in current if f.partition in touched]
-    # A full refresh may follow a table recreated over files of no table: register everything.
-    registered = set() if full else {f.partition for f in current}
     rows = sum(max(a.rows, 0) for a in added)
-    return Staged(added, removed, written.files_planned, written.bytes_per_row, registered,
-                  len(current), RowChanges(inserted=rows))
+    return Staged(added, removed, written.files_planned, written.bytes_per_row, len(current), RowChanges(inserted=rows))
 
 
 def _write_planned(job: WriteJob, df: DataFrame, staging: str) -> Written:

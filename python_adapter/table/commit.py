@@ -130,10 +130,12 @@ class CommitProtocol:
 
     # -- the write steps -----------------------------------------------------------------
     def request(self, operation: str, partition_columns: Iterable[str], action: str = "commit",
-                extra: Optional[dict] = None) -> Instant:
+                extra: Optional[dict] = None, removed: Iterable[FileEntry] = ()) -> Instant:
+        """The instant's requested file, written once (removed: the files a scheduled plan
+        will replace; a write names its files when it goes inflight)."""
         instant = Instant(instant=self._unique_instant_id(), action=action, state="requested",
                           operation=operation, partition_columns=tuple(partition_columns),
-                          extra=dict(extra or {}))
+                          removed=tuple(removed), extra=dict(extra or {}))
         self.timeline.write(instant)
         fault_point("requested")
         return instant

@@ -2,11 +2,18 @@
 shares (writes, rollback, repair, clustering), in the spirit of pyiceberg's Transaction
 and its snapshot producers: an operation only says which files it adds and removes.
 
-    with Transaction(proto, catalog, "upsert", partition_columns) as txn:
+    with Transaction(proto, catalog, "upsert", partition_columns,
+                     TxnOptions(registered=partitions)) as txn:
         ...                       # stage the new files under proto.staging_dir(txn.id)
         txn.add(staged)
         txn.remove(replaced)
+        txn.note(bytes_per_row="12.500")  # figures known once staged, on the completed file
     txn.done                      # the completed instant
+
+Everything an operation decides before its work (the instant's extra, the partitions the
+catalog holds already, the table's new definition, a planned instant to carry out) is
+given when the transaction is made (TxnOptions); only its files, and figures its staging
+measures, come while it runs.
 
 On a clean exit: inflight (the full list of adds and removes), publish (removed files set
 aside, added files moved into place), the table's definition when the operation brings one
@@ -17,8 +24,9 @@ anywhere rolls the instant back at once and lets the catalog put itself back; an
 InjectedCrash (a simulated kill) passes through untouched, as a real crash leaves things
 for the next writer's recovery.
 """
-from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, Mapping, Optional, Protocol, Tuple
+from dataclasses import dataclass, field
+from typing import (Any, Callable, Collection, Dict, Iterable, Mapping, Optional, Protocol,
+                    Tuple)
 
 from python_adapter.core.notice import Notice
 from python_adapter.errors import LockLostError
@@ -78,20 +86,32 @@ class CatalogSync(Protocol):
         partitions, the statistics of `index`: the table's files now; None: unknown)."""
 
 
+@dataclass(frozen=True)
+class TxnOptions:
+    """How an instant is made, decided before it starts.
+    registered: partitions the catalog holds already (they are not asked about, only given
+    their statistics); define: writes the table's new definition once the files are in
+    place (a first build, a full refresh that changes it); planned: an instant requested
+    already (a scheduled clustering plan) to carry out instead of requesting a new one."""
+    action: str = "commit"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    registered: Collection[str] = frozenset()
+    define: Optional[Callable[[Instant], None]] = None
+    planned: Optional[Instant] = None
+
+
 class Transaction:
     def __init__(self, proto: CommitProtocol, catalog: CatalogSync, operation: str,
-                 partition_columns: Iterable[str], action: str = "commit",
-                 extra: Optional[dict] = None, planned: Optional[Instant] = None) -> None:
-        """planned: an instant already requested (a scheduled clustering plan) to carry out
-        instead of requesting a new one."""
+                 partition_columns: Iterable[str], options: TxnOptions = TxnOptions()) -> None:
         self.proto, self.catalog = proto, catalog
-        self._request = (operation, tuple(partition_columns), action, dict(extra or {}))
-        self.instant = planned
+        self._request = (operation, tuple(partition_columns), options.action,
+                         dict(options.extra))
+        self.instant = options.planned
         self.added, self.removed = [], []
         self.in_place = set()
-        self.registered = set()       # partitions the catalog had before (no need to ask)
-        self.completed_extra = {}
-        self.define: Optional[Callable[[Instant], None]] = None
+        self.registered = set(options.registered)
+        self.define = options.define
+        self._completed_extra: Dict[str, str] = {}
         self.done: Optional[Instant] = None
 
     @property
@@ -111,6 +131,11 @@ class Transaction:
         (rel paths of files that are gone, or that stay where they are)."""
         self.removed.extend(entries)
         self.in_place.update(in_place)
+
+    def note(self, **figures: str) -> None:
+        """Figures the work measured (a write's bytes per row), kept in the completed
+        instant's extra."""
+        self._completed_extra.update(figures)
 
     def __enter__(self) -> "Transaction":
         if self.instant is None:
@@ -140,7 +165,7 @@ class Transaction:
             write_stats = self.catalog.sync(CatalogChange.of(after, changed, self.registered,
                                                              before if stats_known else None))
             fault_point("synced")
-            self.done = self.proto.complete(inflight, extra=self.completed_extra)
+            self.done = self.proto.complete(inflight, extra=self._completed_extra)
             return write_stats
         except LockLostError:
             raise  # the table is another writer's now: its recovery undoes this instant

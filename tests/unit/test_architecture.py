@@ -145,15 +145,15 @@ def test_public_functions_have_type_hints(name, path):
     assert not missing, f"{name}: public functions without type hints: {missing}"
 
 
-# the factories that pick the session or the Connect implementation of an interface
-PICKS_AN_IMPLEMENTATION = {"python_adapter.spark.catalog"}
+# the one module that asks which kind of session it holds: it makes the session's backend
+ASKS_THE_KIND_OF_SESSION = "python_adapter.io.backend"
 
 
 @pytest.mark.parametrize("name, path", [m for m in _modules()
-                                        if _layer(m[0]) in ("core", "table", "spark", "report",
-                                                            "api")])
-def test_above_io_no_module_asks_which_kind_of_session_it_holds(name, path):
-    """`method: session` or `connect` is io/'s business (docs/design.md, "Spark Connect"):
-    the engine above it runs the same code on both."""
+                                        if not m[0].startswith("python_adapter.io.connect_")])
+def test_only_the_backend_asks_which_kind_of_session_it_holds(name, path):
+    """`method: session` or `connect` is asked once per session, by io/backend.py
+    (docs/design.md, "Spark Connect"): every other module calls the backend's interfaces
+    and runs the same code on both (the Connect implementations are Connect's own)."""
     asks = [m for m, names in _imports(path) if "is_connect" in names]
-    assert not asks or name in PICKS_AN_IMPLEMENTATION, f"{name} imports is_connect"
+    assert not asks or name == ASKS_THE_KIND_OF_SESSION, f"{name} imports is_connect"

@@ -262,7 +262,7 @@ def test_partition_records_are_the_same_with_and_without_the_helper_jar(spark, s
     """A cluster session has no helper jar: its records, built by a few py4j calls each,
     must be those the jar's one call builds (spec, directory, statistics)."""
     from python_adapter.io.fast_local_fs import jar_loaded
-    from python_adapter.spark.session_catalog import SessionCatalog
+    from python_adapter.io.session_catalog import SessionCatalog
     from python_adapter.spark.metastore_stats import _rows
     from python_adapter.table.files import FileStats
 

@@ -7,7 +7,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set
 from pyspark.sql import types as T
 
 from python_adapter.io.connect_client import call
-from python_adapter.spark.session_catalog import PartitionRow, encode_rows
+from python_adapter.io.session_catalog import PartitionRow, encode_rows
 
 
 class ConnectCatalog:

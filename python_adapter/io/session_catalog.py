@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from python_adapter.io.fast_local_fs import encode_fields, jar_loaded
-from python_adapter.spark.scala_records import (CaseCopy, CaseNew, case_copy,
+from python_adapter.io.scala_records import (CaseCopy, CaseNew, case_copy,
                                                  copy_parameter_types)
 
 # The external catalog's errors for a table or database that is not there (Spark 3.5's
@@ -33,7 +33,6 @@ class SessionCatalog:
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
         self.jvm = spark._jvm
-        self._storage: Dict[Tuple[str, str], Any] = {}  # a table's storage, looked up once
 
     @cached_property
     def catalog(self) -> Any:
@@ -130,9 +129,9 @@ class SessionCatalog:
         builds them: the table's storage at the partition's directory (the directory
         itself, exact whatever escaping wrote it), here with statistics parameters. Spark's
         own parser of a directory name gives the spec, and of `k=v/k=v` the parameters."""
-        if (db, name) not in self._storage:
-            self._storage[db, name] = self.catalog.getTable(db, name).storage()
-        storage = self._storage[db, name]
+        # looked up per call: the backend, and so this catalog, lives as long as the session,
+        # and a table defined again (another location, format) has another storage
+        storage = self.catalog.getTable(db, name).storage()
         if jar_loaded(self.jvm):  # one call for all: py4j costs a round trip per call
             return self.jvm.sizedspark.fs.PartitionRecords.build(storage, encode_rows(rows))
         return self.records_by_py4j(storage, rows)
