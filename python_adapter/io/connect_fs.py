@@ -2,20 +2,21 @@
 (connect_client) in the server's Hadoop FileSystem; the dbt host never opens a file of the
 table's storage.
 
-Writes, renames and deletes under a table whose writer lock this process holds carry the
-lock's path and token (a fence): the server runs them only while the lock holds that token,
-so an operation of a dead client still running on the server stops once the next writer has
-broken its lock. The lock's own files are never fenced (taking, renewing and setting aside a
-lock is how a lock changes hands).
+Writes, renames and deletes under a table whose lock this process holds carry the lock's
+path and token (a fence, which the lock hands to this filesystem when it is taken): the
+server runs them only while the lock holds that token, so an operation of a dead client
+still running on the server stops once the next writer has broken its lock. The lock's own
+files are never fenced (taking, renewing and setting aside a lock is how a lock changes
+hands).
 """
 import base64
 import os
-from typing import Any, Callable, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from python_adapter.core.sizes import count_of
 from python_adapter.io.connect_client import call
 from python_adapter.io.fs import FileStatus
-from python_adapter.io.held_locks import HELD
+from python_adapter.io.interfaces import Fence
 
 
 def _status(row) -> FileStatus:
@@ -29,6 +30,14 @@ class ConnectFS:
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark
+        self._fences: Dict[str, Fence] = {}   # by lock file, in the order taken
+
+    def hold_fence(self, fence: Fence) -> None:
+        self._fences.pop(fence.lock, None)
+        self._fences[fence.lock] = fence
+
+    def drop_fence(self, lock: str) -> None:
+        self._fences.pop(lock, None)
 
     def _call(self, op: str, **args: Any) -> Any:
         return call(self.spark, f"fs.{op}", **args)
@@ -37,7 +46,7 @@ class ConnectFS:
         """A change of files: fenced by the held lock over `target`, or, for a lock file
         itself, run under that lock's monitor in the server (no fenced step of another
         writer between its look at the lock and its change)."""
-        fence = fence_for(target)
+        fence = fence_among(list(self._fences.values()), target)
         if fence:
             return self._call(op, **args, fence=fence)
         lock = lock_file_of(target)
@@ -127,9 +136,6 @@ class ConnectFS:
     def size(self, path: str) -> int:
         return int(self._call("size", path=path))
 
-    def footers(self, staging: str, key_col: Optional[str]) -> str:
-        return self._call("footers", path=staging, key=key_col)
-
 
 def lock_file_of(path: str) -> Optional[str]:
     """The lock a path is (a lock, or one set aside as `<lock>.stale.<token>`), else None."""
@@ -138,24 +144,14 @@ def lock_file_of(path: str) -> Optional[str]:
     return f"{folder}/{base}" if base in ("lock", "cluster.lock") else None
 
 
-def fence_for(path: str) -> Optional[dict]:
-    """{lock, token} of the writer lock this process holds over `path` (a file of the lock's
-    table or of its meta directory), None for a lock file itself or a path under no held
-    lock."""
+def fence_among(fences: List[Fence], path: str) -> Optional[dict]:
+    """{lock, token} of the fence over `path` (a file of a directory a held lock covers),
+    None for a lock file itself or a path no held lock covers. Of two locks over one path
+    (a service's cluster.lock, then the writer lock for each commit) the one taken last
+    fences: it is the lock the change is made under."""
     if lock_file_of(path):
         return None  # the lock itself changes hands unfenced
-    for lock, token in dict(HELD).items():
-        meta = lock.rsplit("/", 1)[0]
-        if any(path == d or path.startswith(d + "/") for d in (meta, _table_of(meta))):
-            return {"lock": lock, "token": token}
+    for fence in reversed(fences):
+        if any(path == d or path.startswith(d.rstrip("/") + "/") for d in fence.covers):
+            return {"lock": fence.lock, "token": fence.token}
     return None
-
-
-def _table_of(meta: str) -> str:
-    """The table directory of a meta directory: `<parent>/<name>` for `<parent>/.sized/<name>`
-    (table/timeline.py's meta_dir_of), `<table>` for an older table's `<table>/.sized`."""
-    head, _, name = meta.rpartition("/")
-    if name == ".sized":
-        return head
-    parent, _, dot = head.rpartition("/")
-    return f"{parent}/{name}" if dot == ".sized" else meta

@@ -13,7 +13,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from pyspark.sql import SparkSession
 
@@ -289,6 +289,13 @@ class HadoopFS:
     def size(self, path: str) -> int:
         jpath = self._path(path)
         return int(self._fs(jpath).getFileStatus(jpath).getLen())
+
+    def hold_fence(self, fence: Any) -> None:
+        """Nothing to fence: this process's own JVM makes the changes, and they end with it
+        (ConnectFS sends its changes with the fence)."""
+
+    def drop_fence(self, lock: str) -> None:
+        """Nothing held (hold_fence)."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,16 @@ from python_adapter.io.fs import FileStatus
 StagedFooter = Tuple[str, int, int, str, str]   # (uri, bytes, rows, key min, key max)
 
 
+@dataclass(frozen=True)
+class Fence:
+    """A lock this process holds, given by the lock (table/lock.py) to the filesystem it was
+    taken through: a filesystem whose writes run elsewhere (a Connect server) sends them
+    with it, and they run only while the lock file holds `token`."""
+    lock: str                   # the lock file
+    token: str
+    covers: Tuple[str, ...]     # the directories whose changes it fences
+
+
 class FileSystem(Protocol):
     """The table's storage as the table layer and the write path use it (io/fs.py says
     what each call guarantees)."""
@@ -38,6 +48,8 @@ class FileSystem(Protocol):
     def holder_extra(self) -> dict: ...
     def end_holder(self, holder: dict) -> Optional[str]: ...
     def size(self, path: str) -> int: ...
+    def hold_fence(self, fence: Fence) -> None: ...
+    def drop_fence(self, lock: str) -> None: ...
 
 
 class Metastore(Protocol):

@@ -6,7 +6,7 @@ from typing import Callable, Iterable, Mapping, Optional
 
 from pyspark.sql import SparkSession
 
-from python_adapter.io.fs import HadoopFS
+from python_adapter.io.interfaces import FileSystem
 from python_adapter.spark.catalog import (TableRef, describe_table, forget_cached_relation,
                                           partition_spec, restore_definitions, sync_partitions)
 from python_adapter.spark.metastore_stats import (MetastorePartitions, PartitionStats,
@@ -16,7 +16,7 @@ from python_adapter.table.timeline import DEFINES_TABLE, FileEntry, Instant
 from python_adapter.table.transaction import CatalogChange
 
 
-def sync_changed_partitions(spark: SparkSession, fs: HadoopFS, location: str, table: TableRef,
+def sync_changed_partitions(spark: SparkSession, fs: FileSystem, location: str, table: TableRef,
                             change: CatalogChange) -> Callable[[], None]:
     """Register the changed partitions that now hold files, with their statistics, and drop
     those whose directory is gone: a write touches a few partitions, and listing all of them
@@ -64,7 +64,7 @@ def _write_stats(spark: SparkSession, table: TableRef, change: CatalogChange,
 class SparkCatalog:
     """The CatalogSync of one table at one location in the session's metastore."""
 
-    def __init__(self, spark: SparkSession, fs: HadoopFS, table: TableRef, location: str,
+    def __init__(self, spark: SparkSession, fs: FileSystem, table: TableRef, location: str,
                  log: Callable[[str], None] = print) -> None:
         self.spark, self.fs, self.table, self.location, self.log = spark, fs, table, location, log
 

@@ -19,7 +19,8 @@ from pyspark.sql import SparkSession
 from python_adapter.core.config import retention_values
 from python_adapter.core.retention import Retention
 from python_adapter.core.sizes import count_of
-from python_adapter.io.fs import HadoopFS, hidden
+from python_adapter.io.fs import hidden
+from python_adapter.io.interfaces import FileSystem
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.locking import locked_table
 from python_adapter.table.archive import clean, table_retention
@@ -84,7 +85,7 @@ def clean_table(spark: SparkSession, table: TableRef,
     return result
 
 
-def _delete_leftovers(fs: HadoopFS, location: str, before_ms: float) -> int:
+def _delete_leftovers(fs: FileSystem, location: str, before_ms: float) -> int:
     """Delete the hidden entries of the table's tree last modified before `before_ms`;
     returns how many."""
     deleted, stack = 0, [location]

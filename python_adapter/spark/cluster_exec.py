@@ -222,7 +222,8 @@ def _run_service(table: TableHandle, service: str, schedule, schedule_only: bool
         plans = [] if schedule_only else scheduled_plans(proto.timeline)
     result = ClusterResult(scheduled, 0, 0, 0, 0, 0, 0.0, service=service)
     if plans:
-        service_lock = WriterLock(fs, f"{proto.meta}/cluster.lock", log=log)
+        service_lock = WriterLock(fs, f"{proto.meta}/cluster.lock", log=log,
+                                  covers=proto.covers)
         service_lock.acquire(service)
         try:
             for plan in plans:

@@ -15,7 +15,7 @@ from python_adapter.io.session_info import (describe_jobs, job_description, plan
 from python_adapter.core.config import SizedConfig
 from python_adapter.core.notice import Notice
 from python_adapter.core.sizes import count_of, format_count, format_duration, format_size
-from python_adapter.io.fs import HadoopFS
+from python_adapter.io.interfaces import FileSystem
 from python_adapter.spark.catalog import TableRef
 from python_adapter.spark.handle import Locked
 from python_adapter.spark.session_conf import session_conf
@@ -120,7 +120,7 @@ def service_progress(spark: SparkSession, table: TableRef, service: str,
 class WriteJob:
     """One write of a model's result: where, what, how, and its progress log."""
     spark: SparkSession
-    fs: HadoopFS
+    fs: FileSystem
     locked: Optional[Locked]    # the table at the write's location, its lock held
     df: DataFrame            # the rows; once shaped, in the table's column order
     table: TableRef

@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from python_adapter.io.footers import staged_footers
-from python_adapter.io.fs import HadoopFS
+from python_adapter.io.interfaces import FileSystem
 from python_adapter.spark.job import quoted, select_names
 
 FIRST_SAMPLE_ROWS = 20_000
@@ -75,7 +75,7 @@ def _bytes_and_rows(fs, spark, path):
     return sum(f.size for f in files), spark.read.parquet(path).count()
 
 
-def measure_bytes_per_row(fs: HadoopFS, df: DataFrame, data_columns: Sequence[str],
+def measure_bytes_per_row(fs: FileSystem, df: DataFrame, data_columns: Sequence[str],
                           total_rows: int, target_file_size: int, scratch_dir: str,
                           largest_rows: Optional[int] = None) -> Optional[float]:
     """Bytes per row of `df` as Parquet files near the target size; None when df is empty.

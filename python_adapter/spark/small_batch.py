@@ -36,7 +36,8 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from python_adapter.io.fs import HadoopFS, by_parent
+from python_adapter.io.fs import by_parent
+from python_adapter.io.interfaces import FileSystem
 from python_adapter.io.session_info import PlanStats, default_parallelism, plan_stats
 from python_adapter.core.binpack import small_files
 from python_adapter.core.partitions import (check_partition_texts, parse_partition_path,
@@ -164,7 +165,7 @@ def width_share(spark: SparkSession, stats: PlanStats) -> float:
     return min(1.0, stats.default_size / sum(widths)) if sum(widths) > 0 else 1.0
 
 
-def read_sizes(fs: HadoopFS, df: DataFrame, plan_text: str) -> Optional[Dict[str, int]]:
+def read_sizes(fs: FileSystem, df: DataFrame, plan_text: str) -> Optional[Dict[str, int]]:
     """{directory: bytes of the files df's plan reads in it} (after partition pruning), from
     a listing of each; None when a leaf of the plan is not a file source or the files lie
     in more than _LISTED_DIRS directories."""

@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 
 from python_adapter.core.keys import encode_key
 from python_adapter.io.footers import staged_footers
-from python_adapter.io.fs import HadoopFS
+from python_adapter.io.interfaces import FileSystem
 from python_adapter.spark.job import WriteJob
 from python_adapter.spark.measure import measure_bytes_per_row
 from python_adapter.spark.slot_write import staged_file
@@ -17,7 +17,7 @@ from python_adapter.table.files import file_entry
 from python_adapter.table.timeline import DEFINES_TABLE, FileEntry, learned_bytes_per_row
 
 
-def staged_entries(spark: SparkSession, fs: HadoopFS, staging: str,
+def staged_entries(spark: SparkSession, fs: FileSystem, staging: str,
                    key_col: Optional[str] = None) -> List[FileEntry]:
     """FileEntry per Parquet file written under staging: rows from the footers, and the
     min / max of the first unique_key column, kept in the timeline to prune tagging."""

@@ -15,7 +15,7 @@ from typing import List, Optional
 
 from python_adapter.core.retention import (ARCHIVE_BATCH, Done, Retention, archivable,
                                            retained)
-from python_adapter.io.fs import HadoopFS
+from python_adapter.io.interfaces import FileSystem
 from python_adapter.table.faults import fault_point
 from python_adapter.table.lock import prune_set_aside
 from python_adapter.table.timeline import (Checkpoint, Instant, Timeline, archive_file,
@@ -48,7 +48,7 @@ def done_of(instants: List[Instant]) -> List[Done]:
     return [Done(i.instant, i.created_at_ms) for i in instants if i.state == "completed"]
 
 
-def clean(fs: HadoopFS, timeline: Timeline, replaced_dir: str,
+def clean(fs: FileSystem, timeline: Timeline, replaced_dir: str,
           retention: Optional[Retention] = None, now_ms: Optional[int] = None,
           batch: Optional[int] = None) -> Cleaned:
     """Delete the set-aside files of instants past retention (and of instants the timeline
@@ -70,7 +70,7 @@ def clean(fs: HadoopFS, timeline: Timeline, replaced_dir: str,
     return result
 
 
-def archive(fs: HadoopFS, timeline: Timeline, retention: Retention, now_ms: int,
+def archive(fs: FileSystem, timeline: Timeline, retention: Retention, now_ms: int,
             batch: int = ARCHIVE_BATCH) -> int:
     """Fold the completed instants past retention into the archive (when `batch` are due);
     returns how many were archived."""
@@ -102,7 +102,7 @@ def archive(fs: HadoopFS, timeline: Timeline, retention: Retention, now_ms: int,
     return len(chosen)
 
 
-def tidy(fs: HadoopFS, timeline: Timeline) -> None:
+def tidy(fs: FileSystem, timeline: Timeline) -> None:
     """Remove what an interrupted archival left: temporary files, the history file of an
     archival whose checkpoint was never written (only the next sequence can be one: each
     archival writes the one after the newest checkpoint's), checkpoints older than the
@@ -126,7 +126,7 @@ def tidy(fs: HadoopFS, timeline: Timeline) -> None:
             timeline.delete_instant_files(held)
 
 
-def _write_whole(fs: HadoopFS, path: str, data: bytes) -> None:
+def _write_whole(fs: FileSystem, path: str, data: bytes) -> None:
     """Write a file so that it appears whole or not at all: to a temporary name first."""
     tmp = f"{path}.tmp"
     fs.write_bytes(tmp, data, overwrite=True)

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Callable, Collection, Iterable, List, Optional, Sequence, Set, Tuple
 
 from python_adapter.core.notice import Notice
-from python_adapter.io.fs import HadoopFS
+from python_adapter.io.interfaces import FileSystem
 from python_adapter.table import settle
 from python_adapter.table.archive import clean
 from python_adapter.table.faults import fault_point
@@ -21,14 +21,16 @@ from python_adapter.table.timeline import (FileEntry, Instant, Timeline, legacy_
 
 
 class CommitProtocol:
-    def __init__(self, fs: HadoopFS, table_location: str, log: Callable[[str], None] = print,
+    def __init__(self, fs: FileSystem, table_location: str, log: Callable[[str], None] = print,
                  meta_dir: Optional[str] = None) -> None:
         self.fs = fs
         self.location = table_location.rstrip("/")
         self.timeline = Timeline(fs, self.location, meta_dir=meta_dir)
         self.meta = self.timeline.meta_dir
         self.lock_path = f"{self.meta}/lock"
-        self.lock = WriterLock(fs, self.lock_path, log=log)
+        # what a lock of the table fences: its files and its metadata (io/interfaces.Fence)
+        self.covers = (self.location, self.meta)
+        self.lock = WriterLock(fs, self.lock_path, log=log, covers=self.covers)
         self.log = log
         self.unsettled: List[Instant] = []   # completed instants recovery found unsettled
         self._settling: List[Callable[[], None]] = []
@@ -272,7 +274,7 @@ def still_to_move(renames: Sequence[Tuple[str, str]], present: Set[str]
     return moves
 
 
-def migrate_legacy_meta(fs: HadoopFS, location: str, log: Callable[[str], None] = print) -> None:
+def migrate_legacy_meta(fs: FileSystem, location: str, log: Callable[[str], None] = print) -> None:
     """Move the metadata of a table written by an earlier version (`<table>/.sized`) beside
     the table (`meta_dir_of`), under the old lock and after rolling back any unfinished
     instant of the old writer. Instants keep their recorded paths: those of finished

@@ -9,7 +9,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from python_adapter.core.sizes import count_of
 from python_adapter.errors import DamagedTableError
-from python_adapter.io.fs import HadoopFS
+from python_adapter.io.interfaces import FileSystem
 from python_adapter.table.timeline import FileEntry, Timeline
 
 
@@ -53,7 +53,7 @@ def partition_stats(index: Mapping[str, FileEntry], partitions: Iterable[str]
     return {part: file_stats(entries) for part, entries in grouped.items()}
 
 
-def current_files(fs: HadoopFS, location: str, timeline: Optional[Timeline] = None,
+def current_files(fs: FileSystem, location: str, timeline: Optional[Timeline] = None,
                   check: Optional[str] = None) -> List[FileEntry]:
     """FileEntry of every data file of the table now (hidden paths are not data), with the
     rows and key statistics the timeline recorded when it has them. check: the table's

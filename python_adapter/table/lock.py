@@ -23,15 +23,17 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 from python_adapter.core.notice import Notice
 from python_adapter.core.sizes import format_duration
 from python_adapter.errors import LockError, LockLostError
-from python_adapter.io.fs import HadoopFS
-from python_adapter.io.held_locks import HELD
+from python_adapter.io.interfaces import FileSystem
+from python_adapter.io.interfaces import Fence
 
-_HELD = HELD  # lock path -> token, for the locks this process holds right now
+# The locks this process holds right now, by lock file: a lock whose holder record names
+# this process is either one of them or left by a crash inside it (stale_reason).
+_HELD: Dict[str, "WriterLock"] = {}
 # A stale lock is set aside as `<lock name>.stale.<its token>` (lock, cluster.lock).
 STALE_MARK = ".stale."
 # How long a lock set aside stays before the cleaner deletes it: a writer that judged the
@@ -162,7 +164,8 @@ def stale_reason(holder: dict, lock_path: str) -> Optional[str]:
     except (TypeError, ValueError):
         return f"the lock records no valid pid ({holder['pid']!r})"
     if pid == os.getpid():
-        if lock_path in _HELD and _HELD[lock_path] == holder.get("token"):
+        held = _HELD.get(lock_path)
+        if held is not None and held.token == holder.get("token"):
             return None  # another thread of this process holds it
         return "this process took it and no longer holds it (a crash inside this process)"
     if not pid_alive(pid):
@@ -191,13 +194,21 @@ def describe_holder(holder: dict, lock_path: str) -> str:
 
 
 class WriterLock:
-    """The writer lock of one table through a HadoopFS."""
+    """The writer lock of one table through the session's filesystem."""
 
-    def __init__(self, fs: HadoopFS, path: str, log: Callable[[str], None] = print) -> None:
-        self.fs, self.path, self.log = fs, path, log
+    def __init__(self, fs: FileSystem, path: str, log: Callable[[str], None] = print,
+                 covers: Tuple[str, ...] = ()) -> None:
+        """covers: the directories whose changes the lock fences while held (the table's
+        and its metadata directory), handed to fs when it is taken (io/interfaces.Fence)."""
+        self.fs, self.path, self.log, self.covers = fs, path, log, covers
         self._beat: Optional[threading.Event] = None
         self._holder: dict = {}
         self._mutex = threading.Lock()  # a renewal never races the release
+
+    @property
+    def token(self) -> Optional[str]:
+        """The token this lock was taken with (None before it is taken)."""
+        return self._holder.get("token")
 
     def acquire(self, operation: str, options: LockOptions = LockOptions()) -> None:
         """Take the lock, waiting up to options.timeout for a holder to finish; LockError
@@ -209,8 +220,10 @@ class WriterLock:
                       **({"brief": True} if options.brief else {})}
             current = self._try_take(holder)
             if current is None:
-                _HELD[self.path] = holder["token"]
                 self._holder = holder
+                _HELD[self.path] = self
+                if self.covers:
+                    self.fs.hold_fence(Fence(self.path, holder["token"], self.covers))
                 self._start_heartbeat(options)
                 return
             wait = wait_for(current, options)
@@ -351,7 +364,9 @@ class WriterLock:
         with self._mutex:
             if self._beat is not None:
                 self._beat.set()
-            _HELD.pop(self.path, None)
+            if _HELD.get(self.path) is self:
+                del _HELD[self.path]
+            self.fs.drop_fence(self.path)
 
     def release(self) -> None:
         self.stop()
@@ -359,7 +374,7 @@ class WriterLock:
             self.fs.delete(self.path, recursive=False)
 
 
-def break_lock(fs: HadoopFS, path: str) -> Optional[str]:
+def break_lock(fs: FileSystem, path: str) -> Optional[str]:
     """Delete a lock file whatever holds it (sized_unlock with force). Over Spark Connect
     the holder's session is ended too, so its work stops: returns the line saying what was
     stopped, or None."""
@@ -370,7 +385,7 @@ def break_lock(fs: HadoopFS, path: str) -> Optional[str]:
     return fs.end_holder(holder)
 
 
-def prune_set_aside(fs: HadoopFS, folder: str, now_ms: Optional[int] = None) -> int:
+def prune_set_aside(fs: FileSystem, folder: str, now_ms: Optional[int] = None) -> int:
     """Delete the locks of `folder` (a table's meta dir) set aside as stale more than
     SET_ASIDE_GRACE_MS ago; returns how many. A lock in use is never one of them: its name
     holds no STALE_MARK."""
@@ -386,4 +401,6 @@ def prune_set_aside(fs: HadoopFS, folder: str, now_ms: Optional[int] = None) -> 
 
 def forget_held_locks() -> None:
     """As a crash does: this process no longer holds any lock (tests of crash recovery)."""
+    for held in list(_HELD.values()):
+        held.fs.drop_fence(held.path)
     _HELD.clear()

@@ -21,7 +21,8 @@ import fastavro
 
 from python_adapter.errors import TimelineError, UnreadableInstantError
 
-from python_adapter.io.fs import FileStatus, HadoopFS
+from python_adapter.io.fs import FileStatus
+from python_adapter.io.interfaces import FileSystem
 
 SCHEMA_VERSION = 1
 STATES = ("requested", "inflight", "completed")
@@ -381,9 +382,9 @@ def _note_dropped(location: str, ident: str) -> None:
 
 
 class Timeline:
-    """Reads and writes the instants of one table through a HadoopFS."""
+    """Reads and writes the instants of one table through the session's filesystem."""
 
-    def __init__(self, fs: HadoopFS, table_location: str, meta_dir: Optional[str] = None
+    def __init__(self, fs: FileSystem, table_location: str, meta_dir: Optional[str] = None
                  ) -> None:
         self.fs = fs
         self.location = table_location.rstrip("/")

@@ -117,6 +117,45 @@ print("OK")
     assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stderr[-3000:]
 
 
+def test_a_commit_under_a_service_lock_is_fenced_by_the_writer_lock_in_the_server(server):
+    """A compaction holds cluster.lock and takes the writer lock for each commit: once
+    another writer has broken the writer lock, the server refuses the commit's next change,
+    though the service lock is still this client's (the fence is the lock taken last)."""
+    url, _state = server
+    code = f"""
+import json
+from pyspark.sql import SparkSession
+from python_adapter.io.filesystems import filesystem
+from python_adapter.table.lock import WriterLock
+s = SparkSession.builder.remote({url!r}).create()
+fs = filesystem(s)
+root = fs.qualify(s.conf.get("spark.sql.warehouse.dir")) + "/fence_probe"
+table, meta = root + "/t", root + "/.sized/t"
+fs.mkdirs(meta)
+quiet = lambda line: None
+service = WriterLock(fs, meta + "/cluster.lock", log=quiet, covers=(table, meta))
+writer = WriterLock(fs, meta + "/lock", log=quiet, covers=(table, meta))
+service.acquire("compact")
+writer.acquire("compact")
+fs.write_bytes(table + "/a.parquet", b"held")
+other = dict(writer.read(), token="another writer's")
+fs.write_bytes(meta + "/lock", json.dumps(other).encode(), overwrite=True)
+try:
+    fs.write_bytes(table + "/b.parquet", b"broken")
+    print("WRITTEN")
+except Exception as exc:
+    print("REFUSED", str(exc)[:300])
+writer.stop()
+service.release()
+print("b exists:", fs.exists(table + "/b.parquet"))
+fs.delete(root)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "REFUSED" in done.stdout and "b exists: False" in done.stdout, done.stdout
+
+
 def test_a_server_without_the_extension_fails_the_model_naming_what_to_add(tmp_path):
     """A Connect server started without our jar: the sized model fails before anything is
     written, and the error says which --jars / --conf lines the server's start command

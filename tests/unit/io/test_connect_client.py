@@ -10,8 +10,8 @@ from google.protobuf.empty_pb2 import Empty  # noqa: E402
 from google.protobuf.unknown_fields import UnknownFieldSet  # noqa: E402
 
 from python_adapter.io import connect_client as cc  # noqa: E402
-from python_adapter.io.connect_fs import fence_for, lock_file_of  # noqa: E402
-from python_adapter.io.held_locks import HELD  # noqa: E402
+from python_adapter.io.connect_fs import fence_among, lock_file_of  # noqa: E402
+from python_adapter.io.interfaces import Fence  # noqa: E402
 from python_adapter.io.session_info import byte_string_bytes  # noqa: E402
 
 
@@ -35,24 +35,34 @@ def test_two_requests_never_look_alike_to_the_plan_cache():
     assert a != b
 
 
-def test_writes_under_a_held_lock_carry_its_token_and_the_lock_itself_none(monkeypatch):
-    monkeypatch.setitem(HELD, "file:/w/db/.sized/t/lock", "tok-1")
+def test_writes_under_a_held_lock_carry_its_token_and_the_lock_itself_none():
+    lock = "file:/w/db/.sized/t/lock"
+    held = [Fence(lock, "tok-1", ("file:/w/db/t", "file:/w/db/.sized/t"))]
     table_file = "file:/w/db/t/day=1/part-0.parquet"
     meta_file = "file:/w/db/.sized/t/timeline/1.commit"
     # the table's files are in the table's directory, the lock in its meta directory
-    fence = {"lock": "file:/w/db/.sized/t/lock", "token": "tok-1"}
-    assert fence_for(meta_file) == fence_for(table_file) == fence
-    assert fence_for("file:/w/db/t") == fence
-    assert fence_for("file:/w/db/t2/x.parquet") is None
-    assert fence_for("file:/w/db/.sized/t/lock") is None
-    assert fence_for("file:/w/db/.sized/t/lock.stale.abc") is None
-    assert fence_for("file:/w/db/other/x.parquet") is None
-    assert lock_file_of("file:/w/db/.sized/t/lock.stale.abc") == "file:/w/db/.sized/t/lock"
+    fence = {"lock": lock, "token": "tok-1"}
+    assert fence_among(held, meta_file) == fence_among(held, table_file) == fence
+    assert fence_among(held, "file:/w/db/t") == fence
+    assert fence_among(held, "file:/w/db/t2/x.parquet") is None
+    assert fence_among(held, "file:/w/db/.sized/t/lock") is None
+    assert fence_among(held, "file:/w/db/.sized/t/lock.stale.abc") is None
+    assert fence_among(held, "file:/w/db/other/x.parquet") is None
+    assert fence_among([], table_file) is None
+    assert lock_file_of("file:/w/db/.sized/t/lock.stale.abc") == lock
     assert lock_file_of("file:/w/db/.sized/t/cluster.lock") == "file:/w/db/.sized/t/cluster.lock"
     assert lock_file_of(table_file) is None
-    # an older table keeps its meta directory inside itself
-    monkeypatch.setitem(HELD, "file:/w/db/old/.sized/lock", "tok-2")
-    assert fence_for("file:/w/db/old/day=1/f.parquet")["token"] == "tok-2"
+
+
+def test_a_commit_under_a_service_lock_is_fenced_by_the_writer_lock():
+    """A compaction holds cluster.lock, then the writer lock for each commit: its commit's
+    changes are fenced by the writer lock, so they stop once another writer breaks it."""
+    covers = ("file:/w/db/t", "file:/w/db/.sized/t")
+    service = Fence("file:/w/db/.sized/t/cluster.lock", "tok-service", covers)
+    writer = Fence("file:/w/db/.sized/t/lock", "tok-writer", covers)
+    commit_file = "file:/w/db/.sized/t/timeline/2.commit"
+    assert fence_among([service], commit_file)["token"] == "tok-service"
+    assert fence_among([service, writer], commit_file)["token"] == "tok-writer"
 
 
 @pytest.mark.parametrize("text,expected", [
