@@ -149,7 +149,7 @@ def moves_timed(step):
 
 def crashed_restore(spark, instant):
     from python_adapter.api import TableRef
-    from python_adapter.spark.restore import restore_table
+    from python_adapter.spark.services.restore import restore_table
     from python_adapter.table import faults, lock
 
     os.environ["SIZED_SPARK_FAULT"] = "published"
@@ -167,7 +167,7 @@ def crashed_restore(spark, instant):
 
 def recover(spark):
     from python_adapter.api import TableRef
-    from python_adapter.spark.rollback import recover_table
+    from python_adapter.spark.services.rollback import recover_table
 
     rolled = recover_table(spark, TableRef(SCHEMA, NAME), log=lambda m: None)
     if len(rolled) != 1:

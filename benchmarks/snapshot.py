@@ -78,7 +78,7 @@ def source_sql(args, day):
 
 def first_build_sql(source):
     """dbt's build_snapshot_table for the timestamp strategy (unique_key id, updated_at)
-    over the source's SQL. tests/functional/spark/test_snapshot_upsert.py uses it too."""
+    over the source's SQL. tests/functional/spark/write/test_snapshot_upsert.py uses it too."""
     return f"""select *, md5(concat(coalesce(cast(id as string), ''), '|',
                                   coalesce(cast(updated_at as string), ''))) as dbt_scd_id,
                       updated_at as dbt_updated_at, updated_at as dbt_valid_from,

@@ -53,8 +53,8 @@ def parse_args(argv):
 @contextmanager
 def statistics_off():
     """The engine's two statistics calls as no-ops, in this process, while inside."""
-    from python_adapter.spark import catalog_sync
-    from python_adapter.spark.metastore_stats import MetastorePartitions
+    from python_adapter.spark.catalog import sync as catalog_sync
+    from python_adapter.spark.catalog.stats import MetastorePartitions
 
     alter, table = MetastorePartitions.alter, catalog_sync.write_table_stats
     MetastorePartitions.alter = lambda self, parts: None

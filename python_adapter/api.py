@@ -32,19 +32,19 @@ from python_adapter.io.checks import (check_extension, check_helper_jar, check_j
 from python_adapter.io.connect_retries import (connect_session, is_closed, server_gone,
                                                unanswered_message)
 from python_adapter.report import write_report
-from python_adapter.spark.catalog import TableRef, drop_cached_relation
-from python_adapter.spark.clean import CleanResult, clean_table
-from python_adapter.spark.cluster_exec import ClusterResult, run_clustering, run_compaction
-from python_adapter.spark.describe import TIMELINE_COLUMNS, read_layout, timeline_rows
+from python_adapter.spark.catalog.tables import TableRef, drop_cached_relation
+from python_adapter.spark.services.clean import CleanResult, clean_table
+from python_adapter.spark.services.cluster_exec import ClusterResult, run_clustering, run_compaction
+from python_adapter.spark.services.describe import TIMELINE_COLUMNS, read_layout, timeline_rows
 from python_adapter.spark.job import WriteResult, job_phases
 from python_adapter.spark.locking import unlock_table
-from python_adapter.spark.python_model import PythonModel, model_dataframe, worker_errors
-from python_adapter.spark.repair import RepairResult, repair_table
-from python_adapter.spark.restore import restore_table
-from python_adapter.spark.rollback import recover_table, rollback_last_commit
+from python_adapter.spark.write.python_model import PythonModel, model_dataframe, worker_errors
+from python_adapter.spark.services.repair import RepairResult, repair_table
+from python_adapter.spark.services.restore import restore_table
+from python_adapter.spark.services.rollback import recover_table, rollback_last_commit
 from python_adapter.spark.session_conf import own_session, session_conf, wide_plan_conf
 from python_adapter.spark.table_files import unreadable_file
-from python_adapter.spark.writer import write_dataframe
+from python_adapter.spark.services.inline import write_dataframe
 from python_adapter.table import settle
 # a dbt command's writes settle (statistics, cleanup) while its next model runs
 from python_adapter.table.settle import in_background as settle_in_background

@@ -150,7 +150,7 @@ def upsert_config(target, small_file_limit=None, index_scope="global"):
 # ----------------------------------------------------------------------------------------
 def table_location(spark, name):
     from python_adapter.io.fs import HadoopFS
-    from python_adapter.spark.catalog import describe_table
+    from python_adapter.spark.catalog.tables import describe_table
 
     fs = HadoopFS(spark)
     return fs.qualify(describe_table(spark, TableRef(SCHEMA, name)).location).rstrip("/")

@@ -1,6 +1,6 @@
 {#-- The one implementation of a sized write, shared by `sized_incremental` and, for the
      models sized_takes_model accepts, dbt's own `incremental` and `table`: the engine plans
-     and writes the model's rows in files of target_file_size (python_adapter.spark.writer);
+     and writes the model's rows in files of target_file_size (python_adapter.spark.write.writer, through python_adapter.api);
      this macro only wires dbt's lifecycle. always_full: every run replaces the table (dbt's
      `table`). In a microbatch batch, the batch's window goes to the engine, which replaces
      exactly that window's rows. A Python model's function runs in the dbt process on the

@@ -4,7 +4,7 @@ Clustering maps each `cluster_by` column to a rank in [0, 2**bits) (Spark's rang
 partitioner, so strings, dates, numbers and nulls all work), then orders rows by one of
 these curves over the ranks, so rows close in every column land in the same files.
 
-The Spark side (`spark/curve_keys.py`) computes the same values with lookups in the tables
+The Spark side (`spark/services/curve_keys.py`) computes the same values with lookups in the tables
 built here: `spread_table` for Morton, `hilbert_table` (a finite-state machine) for Hilbert.
 """
 import functools

@@ -7,7 +7,7 @@ from python_adapter.core.binpack import split_size
 from python_adapter.core.config import SizedConfig
 
 # A batch Spark estimates at no more than this (and a quarter of the target, as estimates
-# of text run low) is written by one task, a file per partition (spark/small_batch.py): for
+# of text run low) is written by one task, a file per partition (spark/write/small_batch.py): for
 # a few megabytes the count, the plan and the shuffle of a planned write cost more than
 # the write itself.
 SMALL_BATCH_BYTES = 16 * 1000 * 1000
@@ -22,7 +22,7 @@ def files_for_rows(rows: int, bytes_per_row: float, target_file_size: int) -> in
 
 def is_small_batch(estimated_bytes: int, target_file_size: int) -> bool:
     """Whether rows estimated at `estimated_bytes` are a small batch: written by one task,
-    one file per partition (spark/small_batch.py)."""
+    one file per partition (spark/write/small_batch.py)."""
     return estimated_bytes <= min(SMALL_BATCH_BYTES, target_file_size // 4)
 
 
@@ -30,7 +30,7 @@ def writes_small_batches(cfg: SizedConfig, operation: str) -> bool:
     """Whether a write may go as a small batch. A full build or insert_overwrite: with the
     distributions that write the ideal (exact, range) and no setting that asks for more
     files than one per partition (file_count, insert_split_size). An insert, or an upsert
-    (its small files written again with the batch, spark/upsert.py): without
+    (its small files written again with the batch, spark/write/upsert.py): without
     insert_split_size (rows per new file). Other operations: never."""
     if operation in ("insert", "upsert"):
         return cfg.insert_split_size is None
@@ -43,7 +43,7 @@ def writes_small_batches(cfg: SizedConfig, operation: str) -> bool:
 def writes_a_file_a_partition(cfg: SizedConfig, operation: str, estimated_bytes: int,
                               partitioned: bool) -> bool:
     """Whether a partitioned full build or insert_overwrite goes to one file per partition
-    in one pass, without a count (spark/small_batch.py): settings that let it go as a small
+    in one pass, without a count (spark/write/small_batch.py): settings that let it go as a small
     batch, the exact distribution, and Spark's estimate of its rows within one target file,
     so every partition fits one (the staged files are checked: an estimate may be low)."""
     return (partitioned and operation in ("full_refresh", "insert_overwrite")

@@ -5,7 +5,7 @@ holds their key if any, whether they stay in that file's partition, whether they
 deletes, how many) and the table's files. Per partition, `binpack.plan_partition_write`
 decides which files are rewritten (they hold updated or deleted keys, or are small enough
 to take inserts) and how many new files take the rest. Each output file is a slot, written
-by exactly one Spark task (spark/slot_write.py); each slot that takes inserts gets a range
+by exactly one Spark task (spark/write/slot_write.py); each slot that takes inserts gets a range
 of [0, 1) of a hash of the key, so the executing side routes a row by its hash alone.
 """
 import os

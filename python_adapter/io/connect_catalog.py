@@ -1,4 +1,4 @@
-"""The metastore calls of catalog.py and metastore_stats.py over `method: connect`: the
+"""The metastore calls of spark/catalog/tables.py and stats.py over `method: connect`: the
 same external-catalog calls as SessionCatalog's (session_catalog.py), made by the Connect
 server's extension (CatalogOps.java) in the server's session."""
 import json

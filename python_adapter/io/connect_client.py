@@ -7,7 +7,7 @@ A call is one relation sent to the server: its extension holds the operation as 
 for an operation on a query, the query's own relation; the server runs the operation while
 it plans the relation (an AnalyzePlan request: no query runs) and answers in the plan's
 schema, the result as JSON in its field's metadata. The session implementation
-of the same operations is py4j (python_adapter/io/fs.py, spark/catalog.py); `is_connect`
+of the same operations is py4j (python_adapter/io/fs.py, spark/catalog/tables.py); `is_connect`
 tells the two sessions apart.
 """
 import json

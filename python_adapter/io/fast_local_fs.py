@@ -16,7 +16,7 @@ that sets `spark.hadoop.fs.file.impl` keeps its own; without the jar the session
 before and `embedded_confs` says why. The same jar holds `StagedFiles`, which reads the
 footers of a write's staged files in the driver (python_adapter/footers.py), and
 `PartitionRecords`, which builds the metastore's records of many partitions in one call
-(python_adapter/spark/metastore_stats.py).
+(python_adapter/spark/catalog/stats.py).
 """
 import glob
 import hashlib

@@ -53,7 +53,7 @@ class FileSystem(Protocol):
 
 
 class Metastore(Protocol):
-    """The metastore's calls the catalog layer (spark/catalog.py) makes, by database and
+    """The metastore's calls the catalog layer (spark/catalog/tables.py) makes, by database and
     table name as the session catalog hands them to the external catalog."""
 
     def describe(self, db: str, name: str) -> Optional[dict]: ...

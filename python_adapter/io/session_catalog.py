@@ -1,4 +1,4 @@
-"""The metastore calls of catalog.py and metastore_stats.py in a session with a JVM: py4j
+"""The metastore calls of spark/catalog/tables.py and stats.py in a session with a JVM: py4j
 calls into the driver's session catalog and external catalog (the metastore), where Spark's
 SQL has no statement for them or a statement costs a parse, a plan and a lookup more.
 ConnectCatalog (connect_catalog.py) makes the same calls in a Connect server; catalog.py's

@@ -7,8 +7,8 @@ from typing import Callable, Union
 from pyspark.sql import SparkSession
 
 from python_adapter.report.page import render_report
-from python_adapter.spark.catalog import TableRef
-from python_adapter.spark.describe import read_layout
+from python_adapter.spark.catalog.tables import TableRef
+from python_adapter.spark.services.describe import read_layout
 from python_adapter.spark.handle import open_table
 from python_adapter.table.timeline import Timeline
 

@@ -14,8 +14,8 @@ from pyspark.sql import SparkSession
 
 from python_adapter.errors import WriteError
 from python_adapter.io.filesystems import filesystem
-from python_adapter.spark.catalog import TableInfo, TableRef, describe_table
-from python_adapter.spark.catalog_sync import SparkCatalog
+from python_adapter.spark.catalog.tables import TableInfo, TableRef, describe_table
+from python_adapter.spark.catalog.sync import SparkCatalog
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.lock import LockOptions
 from python_adapter.table.timeline import Timeline, parse_file_name

@@ -16,7 +16,7 @@ from python_adapter.core.config import SizedConfig
 from python_adapter.core.notice import Notice
 from python_adapter.core.sizes import count_of, format_count, format_duration, format_size
 from python_adapter.io.interfaces import FileSystem
-from python_adapter.spark.catalog import TableRef
+from python_adapter.spark.catalog.tables import TableRef
 from python_adapter.spark.handle import Locked
 from python_adapter.spark.session_conf import session_conf
 from python_adapter.table.commit import CommitProtocol

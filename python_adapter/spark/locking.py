@@ -12,10 +12,10 @@ from typing import Callable, ContextManager, Iterator, List, Optional, Sequence
 from pyspark.sql import SparkSession
 
 from python_adapter.core.sizes import count_of
-from python_adapter.spark.catalog import (TableRef, refresh_relation_in_place,
+from python_adapter.spark.catalog.tables import (TableRef, refresh_relation_in_place,
                                           registered_partitions, require_parquet)
 from python_adapter.spark.handle import Locked, TableHandle, open_table
-from python_adapter.spark.staging import table_file_stats
+from python_adapter.spark.table_files import table_file_stats
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.files import current_files, file_entry
 from python_adapter.table.timeline import DEFERRED, PARTITION_STATS

@@ -6,7 +6,7 @@ from typing import Any, Dict, Iterator, Mapping
 from pyspark.sql import SparkSession
 
 from python_adapter.io.session_info import conf_bytes, session_copy
-from python_adapter.spark.catalog import TableRef, drop_cached_relation
+from python_adapter.spark.catalog.tables import TableRef, drop_cached_relation
 
 
 _lock = threading.Lock()

@@ -1,4 +1,4 @@
-"""Read exactly some files of a table.
+"""Read exactly some files of a table, and their rows and key ranges.
 
 Readers of a subset of files (tagging, rewriting, clustering) name the files themselves
 instead of filtering the table: a filter with one term per file grows with the table (deep
@@ -14,6 +14,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from python_adapter.core.keys import encode_key
+from python_adapter.io.footers import staged_footers
 from python_adapter.io.session_info import read_parquet
 from python_adapter.spark.job import select_names
 from python_adapter.spark.local_table import local_table
@@ -103,3 +105,42 @@ def unreadable_file(exc: BaseException) -> Optional[str]:
     """The file a Spark read failed on, from its error (a py4j or Spark exception), or None."""
     m = _READ_FAILED.search(str(exc))
     return (m.group(1) or m.group(2)) if m else None
+
+
+def table_file_stats(spark: SparkSession, location: str, rel_paths: Sequence[str],
+                     key_col: Optional[str] = None) -> Dict[str, Tuple[int, str, str]]:
+    """{rel path: (rows, key min, key max)} of files of a table (`location` qualified; the
+    key range is '' when unknown, and without key_col): from their footers where the helper
+    reads them (an embedded session on local disk), the others (every file elsewhere, and
+    files not named *.parquet, as Hive writes them) in one Spark job that counts the rows and
+    takes the key range together."""
+    prefix = location.rstrip("/") + "/"
+    footers = staged_footers(spark, location, key_col) or []
+    stats = {uri[len(prefix):]: (rows, kmin, kmax)
+             for uri, _size, rows, kmin, kmax in footers if uri.startswith(prefix)}
+    rest = [rel for rel in rel_paths if rel not in stats]
+    if rest:
+        stats.update(stats_by_job(spark, location, rest, key_col))
+    return {rel: stats.get(rel, (0, "", "")) for rel in rel_paths}
+
+
+def stats_by_job(spark: SparkSession, base: str, rel_paths: Sequence[str],
+                 key_col: Optional[str]) -> Dict[str, Tuple[int, str, str]]:
+    """{rel path below base: (rows, key min, key max)} of some files, in one Spark job."""
+    by_uri = file_stats(read_files(spark, base, None, rel_paths), key_col)
+    prefix = unquote(base.rstrip("/")) + "/"
+    return {uri[len(prefix):]: stats for uri, stats in by_uri.items()}
+
+
+def file_stats(df: DataFrame, key_col: Optional[str] = None) -> dict:
+    """{unquoted file URI: (rows, key min, key max)}. Without a key column only the Parquet
+    footers are read. Task file names repeat across partition directories, so the key is
+    the whole path."""
+    aggs = [F.count(F.lit(1))]
+    if key_col:
+        aggs += [F.min(key_col), F.max(key_col)]
+    out = {}
+    for r in df.groupBy(F.col("_metadata.file_path").alias("p")).agg(*aggs).collect():
+        kmin, kmax = (encode_key(r[2]), encode_key(r[3])) if key_col else ("", "")
+        out[unquote(r[0])] = (r[1], kmin, kmax)
+    return out

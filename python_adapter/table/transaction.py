@@ -69,7 +69,7 @@ class CatalogChange:
 
 class CatalogSync(Protocol):
     """What a commit tells the table's catalog (the metastore), implemented by the Spark
-    layer (spark/catalog_sync.py); the table layer never talks to the metastore itself."""
+    layer (spark/catalog/sync.py); the table layer never talks to the metastore itself."""
 
     def sync(self, change: CatalogChange) -> Callable[[], None]:
         """Register the changed partitions that hold files now, with their statistics, and

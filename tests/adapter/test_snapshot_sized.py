@@ -177,7 +177,7 @@ select * from {{ target.schema }}.src
 class TestSnapshotRunsSized:
     """One snapshot's life: each run one commit, sized_rollback undoes a run, a new source
     column is added. Then what does not go to the engine, and bad config. (A crash in the
-    middle of a run is tested on the engine, tests/functional/spark/test_snapshot_upsert.py:
+    middle of a run is tested on the engine, tests/functional/spark/write/test_snapshot_upsert.py:
     an injected crash, a BaseException, would stop dbt's worker thread, not the run.)"""
 
     @pytest.fixture(scope="class")

@@ -18,7 +18,7 @@ os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"  # pyspark's functions over Conne
 def main():
     from python_adapter import api
     from python_adapter.core.config import parse_config
-    from python_adapter.spark.catalog import TableRef
+    from python_adapter.spark.catalog.tables import TableRef
     from python_adapter.table import faults
 
     url, pid_file = sys.argv[1], sys.argv[2]

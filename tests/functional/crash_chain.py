@@ -24,12 +24,12 @@ B = ("region", """select cast(id as bigint) as id, concat('r', id % 5) as region
 def main():
     from pyspark.sql import SparkSession
 
-    from python_adapter.spark.catalog import TableRef, describe_table
+    from python_adapter.spark.catalog.tables import TableRef, describe_table
     from python_adapter.core.config import parse_config
     from python_adapter.io.fast_local_fs import configure
     from python_adapter.io.jvm_startup import JAVA_OPTIONS
-    from python_adapter.spark.rollback import recover_table
-    from python_adapter.spark.writer import write_dataframe
+    from python_adapter.spark.services.rollback import recover_table
+    from python_adapter.api import write_dataframe
     from tests.functional.helpers import driver_java_options
 
     home, expect, actions = sys.argv[1], sys.argv[2], sys.argv[3:]

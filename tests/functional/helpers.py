@@ -1,8 +1,8 @@
 """Assertions shared by the functional tests: what a table holds and how its files look."""
 from collections import defaultdict
 
-from python_adapter.spark.catalog import TableRef
-from python_adapter.spark.describe import read_layout
+from python_adapter.spark.catalog.tables import TableRef
+from python_adapter.spark.services.describe import read_layout
 
 # The JIT's first tier only, for the Spark processes tests start (dbt commands, crash
 # chains): each lives for seconds on a few thousand rows, where C2 compiling costs more

@@ -4,9 +4,9 @@ from pyspark.sql import functions as F
 
 from python_adapter.api import write_model
 from python_adapter.core.config import parse_config
-from python_adapter.spark.catalog import TableRef
+from python_adapter.spark.catalog.tables import TableRef
 from python_adapter.spark.session_conf import own_session
-from python_adapter.spark.writer import write_dataframe
+from python_adapter.api import write_dataframe
 from python_adapter.table import faults, lock
 from python_adapter.table.faults import InjectedCrash
 from tests.functional.helpers import rows_of

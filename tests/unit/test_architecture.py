@@ -82,6 +82,30 @@ def test_no_import_cycle():
         visit(node, [])
 
 
+# The rooms of spark/, lower first: the catalog (the metastore side of a table), the shared
+# modules (spark/*.py: the table handle, locking, a write's job, session settings, reading
+# some files), the write path, the services. A room imports its own and those before it:
+# the write path does not import the services (a write's inline services are called from
+# services/inline.py, above it).
+SPARK_ROOMS = ["catalog", "shared", "write", "services"]
+
+
+def _spark_room(module):
+    parts = module.split(".")
+    if parts[:2] != ["python_adapter", "spark"] or len(parts) < 3:
+        return None
+    return parts[2] if len(parts) > 3 or parts[2] in SPARK_ROOMS else "shared"
+
+
+@pytest.mark.parametrize("name, path", [m for m in _modules() if _spark_room(m[0])])
+def test_spark_rooms_import_down(name, path):
+    room = _spark_room(name)
+    allowed = set(SPARK_ROOMS[: SPARK_ROOMS.index(room) + 1])
+    wrong = [m for m in _engine_imports(path)
+             if _spark_room(m) is not None and _spark_room(m) not in allowed]
+    assert not wrong, f"{name} ({room}) imports {wrong} from a room above it"
+
+
 @pytest.mark.parametrize("name, path", list(_modules()))
 def test_no_private_name_of_another_module(name, path):
     private = [f"{m}.{n}" for m, names in _imports(path) if m.startswith("python_adapter")

@@ -8,7 +8,7 @@ from python_adapter.io.fast_local_fs import decode_fields
 from python_adapter.io.footers import staged_footers
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.table_files import read_files
-from python_adapter.spark.staging import file_stats
+from python_adapter.spark.table_files import file_stats
 
 
 def _spark_job_stats(spark, staging, key_col):

@@ -1,11 +1,11 @@
 """The HTML report of a real table on a local Spark, written through the Hadoop FileSystem."""
 import re
 
-from python_adapter.spark.catalog import TableRef
-from python_adapter.spark.cluster_exec import run_clustering
+from python_adapter.spark.catalog.tables import TableRef
+from python_adapter.spark.services.cluster_exec import run_clustering
 from python_adapter.core.config import parse_config
 from python_adapter.report import write_report
-from python_adapter.spark.writer import write_dataframe
+from python_adapter.api import write_dataframe
 
 QUIET = dict(log=lambda m: None)
 

@@ -6,9 +6,9 @@ import pytest
 
 from python_adapter.core.config import parse_config
 from python_adapter.io import session_catalog
-from python_adapter.spark.catalog import TableRef, describe_table
-from python_adapter.spark.cluster_exec import run_compaction
-from python_adapter.spark.writer import write_dataframe
+from python_adapter.spark.catalog.tables import TableRef, describe_table
+from python_adapter.spark.services.cluster_exec import run_compaction
+from python_adapter.api import write_dataframe
 from python_adapter.table import faults, lock
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.lock import LockOptions

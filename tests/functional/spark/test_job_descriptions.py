@@ -9,7 +9,7 @@ import pytest
 from python_adapter import api
 from python_adapter.core.notice import Notice
 from python_adapter.spark import job as job_module
-from python_adapter.spark.catalog import TableRef
+from python_adapter.spark.catalog.tables import TableRef
 
 WRITE_PHASES = {"prepare", "count", "sample", "write", "key check", "tag", "merge", "publish"}
 

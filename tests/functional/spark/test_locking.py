@@ -9,10 +9,10 @@ import pytest
 from python_adapter.core.config import parse_config
 from python_adapter.errors import WriteError
 from python_adapter.io.fs import HadoopFS
-from python_adapter.spark.catalog import TableRef, describe_table
-from python_adapter.spark.cluster_exec import run_compaction
+from python_adapter.spark.catalog.tables import TableRef, describe_table
+from python_adapter.spark.services.cluster_exec import run_compaction
 from python_adapter.spark.session_conf import session_conf
-from python_adapter.spark.writer import write_dataframe
+from python_adapter.api import write_dataframe
 from python_adapter.table import faults, lock
 from python_adapter.table.timeline import Timeline
 from tests.functional.helpers import files_by_partition

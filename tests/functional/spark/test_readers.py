@@ -9,10 +9,10 @@ from pyspark.sql import functions as F
 
 from python_adapter.core.config import parse_config
 from python_adapter.io.fs import HadoopFS
-from python_adapter.spark.catalog import TableRef, describe_table
-from python_adapter.spark.cluster_exec import run_clustering
-from python_adapter.spark.rollback import rollback_last_commit
-from python_adapter.spark.writer import write_dataframe
+from python_adapter.spark.catalog.tables import TableRef, describe_table
+from python_adapter.spark.services.cluster_exec import run_clustering
+from python_adapter.spark.services.rollback import rollback_last_commit
+from python_adapter.api import write_dataframe
 from tests.functional.readers import (duckdb_rows, local_dir, parquet_files, polars_rows,
                                       pyarrow_rows)
 

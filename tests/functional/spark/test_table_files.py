@@ -1,10 +1,10 @@
 """Reading a chosen set of a table's files, listing them, and telling the metastore which
 partitions a commit changed -- on a real Hive table with awkward partition values."""
-from python_adapter.spark.catalog import TableRef, describe_table
+from python_adapter.spark.catalog.tables import TableRef, describe_table
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.table_files import read_files, with_file_values
-from python_adapter.spark.catalog_sync import sync_changed_partitions
+from python_adapter.spark.catalog.sync import sync_changed_partitions
 from python_adapter.table.files import current_files
 from python_adapter.table.transaction import CatalogChange
 from tests.functional.helpers import metastore_params

@@ -13,8 +13,8 @@ from python_adapter import api
 from python_adapter.core.config import parse_config
 from python_adapter.errors import UnreadableInstantError
 from python_adapter.io.fs import HadoopFS
-from python_adapter.spark.catalog import TableRef, describe_table
-from python_adapter.spark.writer import write_dataframe
+from python_adapter.spark.catalog.tables import TableRef, describe_table
+from python_adapter.api import write_dataframe
 from python_adapter.table import faults, lock
 from python_adapter.table.faults import InjectedCrash
 from python_adapter.table.timeline import Timeline, parse_file_name

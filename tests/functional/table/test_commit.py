@@ -9,15 +9,15 @@ import pytest
 from python_adapter.table import commit
 from python_adapter.table import faults
 from python_adapter.table import lock
-from python_adapter.spark.catalog import TableRef, describe_table
+from python_adapter.spark.catalog.tables import TableRef, describe_table
 from python_adapter.errors import LockError
 from python_adapter.core.config import parse_config
 from python_adapter.table.faults import InjectedCrash
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.timeline import Timeline, meta_dir_of
 from python_adapter.errors import TimelineError
-from python_adapter.spark.rollback import recover_table
-from python_adapter.spark.writer import write_dataframe
+from python_adapter.spark.services.rollback import recover_table
+from python_adapter.api import write_dataframe
 from tests.functional.helpers import rows_of, rows_of_df
 from tests.functional.readers import duckdb_rows, local_dir, not_live, parquet_files
 
@@ -340,7 +340,7 @@ def test_an_ordinary_failure_rolls_back_and_releases_the_lock(spark, schema, eve
 @pytest.mark.parametrize("point", ["inflight", "publish:2", "published"])
 def test_crash_during_rollback_keeps_the_last_completed_state(spark, schema, events,
                                                               monkeypatch, point):
-    from python_adapter.spark.rollback import rollback_last_commit
+    from python_adapter.spark.services.rollback import rollback_last_commit
 
     table = TableRef(schema, "rbcrash")
     upsert = parse_config({"partition_by": ["day"], "unique_key": "id",

@@ -12,8 +12,8 @@ from python_adapter import api
 from python_adapter.core.config import parse_config
 from python_adapter.errors import LockError
 from python_adapter.io.fs import HadoopFS
-from python_adapter.spark.catalog import TableRef, describe_table
-from python_adapter.spark.writer import write_dataframe
+from python_adapter.spark.catalog.tables import TableRef, describe_table
+from python_adapter.api import write_dataframe
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.lock import LockOptions, holder_record
 from python_adapter.table.timeline import Timeline, meta_dir_of
@@ -173,7 +173,7 @@ def test_the_cleaner_deletes_locks_set_aside_as_stale_after_an_hour_never_a_live
     """A stale lock taken over is set aside as `<lock>.stale.<token>`: the cleaner (after
     every commit, and sized_clean) deletes those set aside more than an hour ago, and
     leaves younger ones and the lock in use, however old its file's time."""
-    from python_adapter.spark.clean import clean_table
+    from python_adapter.spark.services.clean import clean_table
     from python_adapter.table.lock import WriterLock
     table = TableRef(schema, "stale_left")
     write_dataframe(spark, events(days=1), table, _cfg(), **QUIET)

@@ -6,8 +6,8 @@ from python_adapter.core.constraints import check_not_null
 from python_adapter.core.retention import Retention
 from python_adapter.core.sizes import count_of, plural
 from python_adapter.errors import ConstraintError
-from python_adapter.spark.clean import CleanResult
-from python_adapter.spark.cluster_exec import ClusterResult
+from python_adapter.spark.services.clean import CleanResult
+from python_adapter.spark.services.cluster_exec import ClusterResult
 from python_adapter.spark.job import RowChanges, WriteResult
 
 

@@ -53,7 +53,7 @@ def test_nothing_to_write():
 
 
 def test_exact_packs_small_partitions_and_keeps_big_writes_parallel():
-    from python_adapter.spark.distribution import TASK_BYTES, exact_tasks
+    from python_adapter.spark.write.distribution import TASK_BYTES, exact_tasks
     from python_adapter.core.planning import PartitionPlan
 
     small = {(f"2025-01-{d:02d}",): PartitionPlan(rows=1000, files=1, rows_per_file=1000)

@@ -1,0 +1,1 @@
+"""The write path: a model's rows written sized, upserted, staged and committed."""
