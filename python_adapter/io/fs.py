@@ -13,9 +13,10 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from pyspark.sql import SparkSession
+if TYPE_CHECKING:  # a hint only: the table layer's tests import this module without Spark
+    from pyspark.sql import SparkSession
 
 from python_adapter.io.jvm_errors import Py4JJavaError
 from python_adapter.io.fast_local_fs import decode_fields, jar_loaded
@@ -39,7 +40,7 @@ class FileStatus:
 
 
 class HadoopFS:
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: "SparkSession") -> None:
         self._jvm = spark.sparkContext._jvm
         self._conf = spark.sparkContext._jsc.hadoopConfiguration()
         # Resolving a class through py4j's package lookup costs several calls: do it once.
@@ -107,7 +108,7 @@ class HadoopFS:
         """Direct children of a directory; [] when it does not exist."""
         local = local_path(path)
         if local is not None:
-            listed = _list_local_dir(local)
+            listed = list_local_dir(local)
             if listed is not None:
                 return listed
         jpath = self._path(path)
@@ -193,7 +194,7 @@ class HadoopFS:
             parent = dst.rstrip("/").rsplit("/", 1)[0]
             local = (local_path(src), local_path(dst))
             if None not in local:
-                _rename_local(*local, make_parent=parent not in made)
+                rename_local(*local, make_parent=parent not in made)
             else:
                 jsrc, jdst = self._path(src), self._path(dst)
                 if fs is None:
@@ -215,7 +216,7 @@ class HadoopFS:
             if local is None:
                 continue
             try:
-                os.remove(_checksum_of(local))
+                os.remove(checksum_of(local))
             except FileNotFoundError:
                 pass
 
@@ -374,7 +375,7 @@ def by_parent(paths: Iterable[str]) -> Dict[str, List[Tuple[str, str]]]:
     return out
 
 
-def _list_local_dir(local: str) -> Optional[List[FileStatus]]:
+def list_local_dir(local: str) -> Optional[List[FileStatus]]:
     """list_dir of a local directory by the OS, as Hadoop's local filesystem lists it
     (`file:` paths, sizes, modification times in ms; no `.<name>.crc` side files, which
     its checksummed filesystem hides): through py4j a listing costs ~5 ms, and ~25 ms for
@@ -402,7 +403,7 @@ def _list_local_dir(local: str) -> Optional[List[FileStatus]]:
     return sorted(out, key=lambda s: s.name)
 
 
-def _rename_local(src: str, dst: str, make_parent: bool) -> None:
+def rename_local(src: str, dst: str, make_parent: bool) -> None:
     """Hadoop's local rename, by the OS: the parent made as Hadoop's mkdirs makes it, the
     file moved, and its `.<name>.crc` side file with it when there is one (Hadoop's
     checksummed local filesystem moves both)."""
@@ -412,12 +413,12 @@ def _rename_local(src: str, dst: str, make_parent: bool) -> None:
         os.rename(src, dst)
     except OSError as exc:
         raise IOError(f"rename refused: {src} -> {dst} ({exc.strerror})") from exc
-    crc = _checksum_of(src)
+    crc = checksum_of(src)
     if os.path.exists(crc):
-        os.rename(crc, _checksum_of(dst))
+        os.rename(crc, checksum_of(dst))
 
 
-def _checksum_of(path: str) -> str:
+def checksum_of(path: str) -> str:
     head, _, name = path.rstrip("/").rpartition("/")
     return f"{head}/.{name}.crc"
 

@@ -3,6 +3,7 @@ produced, and the result the dbt layer logs."""
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
 from typing import Callable, Iterator, List, Optional, Sequence
 
 from pyspark import StorageLevel
@@ -171,12 +172,25 @@ class RowChanges:
         return ", ".join(parts) or "no rows changed"
 
 
+class Route(str, Enum):
+    """The way a write went, a named value of its result: tests and run-operations read it
+    instead of the log's wording."""
+    PLANNED = "planned"                     # counted per partition, planned, routed (Algorithms 1, 2)
+    SMALL_BATCH = "small batch"             # no count: one task writes each partition's file
+    FILE_A_PARTITION = "a file a partition"  # no count: each partition's rows in one task
+    SMALL_INSERT = "small insert"           # an insert topping up small files in one task
+    NEW_KEYS = "insert of new keys"         # an upsert no file's key range meets, as a small insert
+    SMALL_UPSERT = "small upsert"           # an upsert merged with the files it may touch, one task
+    BIN_PACKED = "bin-packed"               # tagged, bin-packed, written by slots (Algorithm 3)
+
+
 @dataclass(frozen=True)
 class Written:
     """The files a full build or insert_overwrite wrote to staging, and from what plan."""
     added: List[FileEntry]
     files_planned: int
     bytes_per_row: Optional[float]
+    route: Route
 
 
 @dataclass(frozen=True)
@@ -188,6 +202,7 @@ class Staged:
     bytes_per_row: Optional[float]
     files_before: int                        # the table's files before the write
     changes: RowChanges
+    route: Route
 
 
 @dataclass
@@ -206,6 +221,7 @@ class WriteResult:
     changes: RowChanges
     target_file_size: int
     partitioned: bool = False   # the table has partition columns (`partitions` is 1 if not)
+    route: Route = Route.PLANNED
 
     @property
     def files_after(self) -> int:
@@ -223,7 +239,8 @@ class WriteResult:
 
     def as_dict(self) -> dict:
         changed = self.changes.inserted + self.changes.updated + self.changes.deleted
-        return {**asdict(self), "message": self.message, "rows_changed": changed}
+        return {**asdict(self), "route": self.route.value, "message": self.message,
+                "rows_changed": changed}
 
 
 def quoted(name: str) -> str:

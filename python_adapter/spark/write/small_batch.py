@@ -49,7 +49,7 @@ from python_adapter.spark.write.bloom import bloom_key, write_options
 from python_adapter.spark.write.distribution import matched_by_value
 from python_adapter.spark.write.constraints import (check_not_null_rows, check_null_counts,
                                               null_counts, refuse_null_like_partitions)
-from python_adapter.spark.job import (RowChanges, Staged, WriteJob, Written, delete_flag,
+from python_adapter.spark.job import (Route, RowChanges, Staged, WriteJob, Written, delete_flag,
                                       resolve_names, select_names)
 from python_adapter.spark.write.staging import known_bytes_per_row, staged_entries
 from python_adapter.spark.table_files import read_files
@@ -266,7 +266,8 @@ def write_a_file_a_partition(job: WriteJob, df: DataFrame, staging: str, size: B
     keys = [F.col(c) if matched_by_value(df.schema[c].dataType) else F.col(c).cast("string")
             for c in job.pcols]
     out = df.repartition(default_parallelism(job.spark), *keys)
-    return _checked(job, df, staging, _write_staged(job, out, df.columns, staging))
+    return _checked(job, df, staging, _write_staged(job, out, df.columns, staging),
+                    Route.FILE_A_PARTITION)
 
 
 def _write_as_it_is(job: WriteJob, df: DataFrame, staging: str, estimate: int,
@@ -276,11 +277,11 @@ def _write_as_it_is(job: WriteJob, df: DataFrame, staging: str, estimate: int,
     target = job.cfg.target_file_size
     job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): "
                  f"one task writes each partition's file{why}", phase="write")
-    return _checked(job, df, staging, write_one_task(job, df, staging))
+    return _checked(job, df, staging, write_one_task(job, df, staging), Route.SMALL_BATCH)
 
 
-def _checked(job: WriteJob, df: DataFrame, staging: str, added: Optional[List[FileEntry]]
-             ) -> Optional[Written]:
+def _checked(job: WriteJob, df: DataFrame, staging: str, added: Optional[List[FileEntry]],
+             route: Route) -> Optional[Written]:
     """The staged files of df checked as a count would check the rows (_check_staged):
     Written, or None when none were kept (a file above the target)."""
     target = job.cfg.target_file_size
@@ -290,7 +291,8 @@ def _checked(job: WriteJob, df: DataFrame, staging: str, added: Optional[List[Fi
     job.progress(f"wrote {count_of(len(added), 'file')}, "
                  f"{format_size(sum(a.bytes for a in added), target)}")
     rows = sum(a.rows for a in added)
-    return Written(added, len(added), sum(a.bytes for a in added) / rows if rows > 0 else None)
+    return Written(added, len(added), sum(a.bytes for a in added) / rows if rows > 0 else None,
+                   route)
 
 
 def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry],
@@ -318,7 +320,7 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry],
     if topped is None:
         return None
     if not texts:  # no rows: nothing to write
-        return Staged([], [], 0, None, len(current), RowChanges())
+        return Staged([], [], 0, None, len(current), RowChanges(), Route.SMALL_INSERT)
     target = cfg.target_file_size
     job.progress(f"small batch (Spark estimates {format_size(estimate, target)}): one task "
                  f"writes each partition's file, topping up {count_of(len(topped), 'small file')}",
@@ -333,7 +335,8 @@ def stage_small_insert(job: WriteJob, staging: str, current: List[FileEntry],
                  f"{format_size(sum(f.bytes for f in topped), target)} of existing "
                  f"files")
     return Staged(added, topped, len(added), sum(a.bytes for a in added) / written,
-                  len(current), RowChanges(inserted=written - sum(f.rows for f in topped)))
+                  len(current), RowChanges(inserted=written - sum(f.rows for f in topped)),
+                  Route.SMALL_INSERT)
 
 
 def _nothing_to_top_up(job: WriteJob, current: List[FileEntry]) -> bool:
@@ -353,7 +356,7 @@ def _stage_new_files(job: WriteJob, batch: DataFrame, staging: str, estimate: in
         return None
     return Staged(written.added, [], written.files_planned, written.bytes_per_row,
                   len(current),
-                  RowChanges(inserted=sum(a.rows for a in written.added)))
+                  RowChanges(inserted=sum(a.rows for a in written.added)), Route.SMALL_INSERT)
 
 
 def _with_rows_of(job: WriteJob, batch: DataFrame, files: List[FileEntry]) -> DataFrame:

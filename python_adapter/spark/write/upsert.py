@@ -25,7 +25,7 @@ from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_u
 from python_adapter.errors import ConfigError
 from python_adapter.spark.write.bloom import BloomIndex, bloom_key, write_options
 from python_adapter.spark.write.constraints import check_null_counts, null_counts
-from python_adapter.spark.job import (RowChanges, Staged, WriteJob, cache_batch, delete_flag,
+from python_adapter.spark.job import (Route, RowChanges, Staged, WriteJob, cache_batch, delete_flag,
                                       quoted, resolve_names, select_names, worth_caching)
 from python_adapter.io.session_info import select_exprs, sql_type
 from python_adapter.spark.local_table import local_table
@@ -557,7 +557,7 @@ def stage_upsert(job: WriteJob, staging: str, current: List[FileEntry]) -> Stage
              f"rewriting {format_size(sum(f.bytes for f in removed), like)} of existing files")
     summary = plan.summary
     return Staged(added, removed, summary["new_files"] + summary["files_rewritten"], bpr,
-                  len(current), RowChanges(**plan.rows))
+                  len(current), RowChanges(**plan.rows), Route.BIN_PACKED)
 
 
 def _worth_caching_batch(job: WriteJob, df: DataFrame) -> bool:
@@ -600,10 +600,11 @@ def _as_insert_of_new_keys(job: WriteJob, key_check: KeyCheck, passes, staging: 
     # looks for them again; a partition of deleted rows only gets its file written as it was.
     staged = stage_small_insert(replace(job, df=found.df, operation="insert"), staging,
                                 current, _touched(job, found))
-    if staged is not None:
-        job.progress("no file holds an incoming key (the timeline's key ranges): "
-                     "written as an insert")
-    return staged
+    if staged is None:
+        return None
+    job.progress("no file holds an incoming key (the timeline's key ranges): "
+                 "written as an insert")
+    return replace(staged, route=Route.NEW_KEYS)
 
 
 def _as_small_merge(job: WriteJob, key_check: KeyCheck, passes, staging: str,
@@ -649,7 +650,8 @@ def _as_small_merge(job: WriteJob, key_check: KeyCheck, passes, staging: str,
                  f"existing files")
     return Staged(added, candidates, len(added), sum(a.bytes for a in added) / written
                   if written else None, len(current),
-                  RowChanges(**{k: counted[k] or 0 for k in ("inserted", "updated", "deleted")}))
+                  RowChanges(**{k: counted[k] or 0 for k in ("inserted", "updated", "deleted")}),
+                  Route.SMALL_UPSERT)
 
 
 def _touched(job: WriteJob, found: KeysFound) -> list:

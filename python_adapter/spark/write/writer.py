@@ -21,7 +21,7 @@ from python_adapter.spark.catalog.tables import (TableInfo, TableRef, create_tab
                                           drop_definition, show_create, require_parquet,
                                           table_location)
 from python_adapter.spark.write.distribution import distribute, matched_by_value
-from python_adapter.spark.job import (Progress, RowChanges, Staged, WriteJob, WriteResult,
+from python_adapter.spark.job import (Progress, Route, RowChanges, Staged, WriteJob, WriteResult,
                                       Written, cache_batch, delete_flag, job_phases,
                                       resolve_names, worth_caching)
 from python_adapter.spark.write.constraints import (check_not_null_rows, check_null_counts,
@@ -207,7 +207,7 @@ def _commit_write(job: WriteJob, extra: Optional[dict] = None, define=None) -> W
         files_before=staged.files_before, rows=done.rows_written, bytes=done.bytes_written,
         bytes_per_row=staged.bytes_per_row or 0.0, seconds=job.progress.elapsed,
         changes=staged.changes, target_file_size=cfg.target_file_size,
-        partitioned=bool(job.pcols))
+        partitioned=bool(job.pcols), route=staged.route)
     job.progress(f"done: {result.message}")
     return result
 
@@ -234,7 +234,8 @@ def _stage(job: WriteJob, current: List[FileEntry]) -> Staged:
     touched = {a.partition for a in added}
     removed = current if full or not job.pcols else [f for f in current if f.partition in touched]
     rows = sum(max(a.rows, 0) for a in added)
-    return Staged(added, removed, written.files_planned, written.bytes_per_row, len(current), RowChanges(inserted=rows))
+    return Staged(added, removed, written.files_planned, written.bytes_per_row, len(current),
+                  RowChanges(inserted=rows), written.route)
 
 
 def _write_planned(job: WriteJob, df: DataFrame, staging: str) -> Written:
@@ -265,7 +266,7 @@ def _write_planned(job: WriteJob, df: DataFrame, staging: str) -> Written:
     finally:
         if cache:  # persist() returns the same object: remember whether we cached it
             cached.unpersist()
-    return Written(added, plan.total_files, plan.bytes_per_row)
+    return Written(added, plan.total_files, plan.bytes_per_row, Route.PLANNED)
 
 
 def _rows_to_write(job):

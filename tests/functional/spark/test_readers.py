@@ -13,6 +13,7 @@ from python_adapter.spark.catalog.tables import TableRef, describe_table
 from python_adapter.spark.services.cluster_exec import run_clustering
 from python_adapter.spark.services.rollback import rollback_last_commit
 from python_adapter.api import write_dataframe
+from python_adapter.spark.job import Route
 from tests.functional.readers import (duckdb_rows, local_dir, parquet_files, polars_rows,
                                       pyarrow_rows)
 
@@ -81,9 +82,9 @@ def test_every_engine_reads_the_files_a_small_upsert_writes(spark, schema, batch
                         "target_file_size": "4MB", "delete_column": "gone"})
     write_dataframe(spark, batches("v1", "id % 5 = 0"), table, cfg, **QUIET)
     logged = []
-    write_dataframe(spark, batches("v2", "id % 15 = 0", gone="id % 2 = 0"), table, cfg,
-                    log=logged.append)
-    assert any("small upsert" in m for m in logged), logged
+    result = write_dataframe(spark, batches("v2", "id % 15 = 0", gone="id % 2 = 0"), table,
+                             cfg, log=logged.append)
+    assert result.route == Route.SMALL_UPSERT, logged
     _same_everywhere(spark, table, "a small upsert")
 
 
@@ -103,8 +104,8 @@ def test_every_engine_reads_a_partition_scoped_table(spark, schema, batches, tar
     _same_everywhere(spark, table, "keys moved to the next day")
     again = moved.withColumn("tag", F.lit("v3")).unionByName(batches("v3", "id % 35 = 10"))
     logged = []
-    write_dataframe(spark, again, table, cfg, log=logged.append)
-    assert any("small upsert" in m for m in logged) == (target == "4MB"), logged
+    result = write_dataframe(spark, again, table, cfg, log=logged.append)
+    assert (result.route == Route.SMALL_UPSERT) == (target == "4MB"), logged
     held = spark.table(f"{table.schema}.{table.identifier}").where("id % 35 = 0")
     expected = batches("v1", "id % 35 = 0").unionByName(again.where("id % 35 = 0"))
     assert sorted(held.select("id", "day", "tag").collect()) == \

@@ -13,6 +13,7 @@ from python_adapter.spark.services.rollback import recover_table
 from python_adapter.spark.write.small_batch import (largest_partition, plan_leaves, read_sizes,
                                               width_share)
 from python_adapter.api import write_dataframe
+from python_adapter.spark.job import Route, WriteResult
 from python_adapter.table import faults, lock
 from python_adapter.table.faults import InjectedCrash
 from python_adapter.table.timeline import Timeline
@@ -27,14 +28,25 @@ def rows_sql(n=2000, days=5, tag="v1", first=0):
             f"from range({first}, {first + n})")
 
 
+class WriteLog(str):
+    """A write's phase log, with its result (`result.route`: the way it went)."""
+    result: WriteResult
+
+    @property
+    def route(self) -> Route:
+        return self.result.route
+
+
 def write(spark, table, sql, full_refresh=False, **config):
-    """Write `sql` into table; returns the phase log."""
+    """Write `sql` into table; returns the phase log, with the result."""
     cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert_overwrite",
                         **config})
     lines = []
-    write_dataframe(spark, spark.sql(sql), table, cfg, full_refresh=full_refresh,
-                    log=lines.append)
-    return "\n".join(lines)
+    result = write_dataframe(spark, spark.sql(sql), table, cfg, full_refresh=full_refresh,
+                             log=lines.append)
+    log = WriteLog("\n".join(lines))
+    log.result = result
+    return log
 
 
 def expected(spark, *sqls):
@@ -44,9 +56,9 @@ def expected(spark, *sqls):
 def test_a_small_batch_is_written_by_one_task_a_file_per_partition(spark, schema):
     table = TableRef(schema, "small")
     log = write(spark, table, rows_sql())
-    assert "small batch" in log and "counting rows" not in log
+    assert log.route == Route.SMALL_BATCH
     log = write(spark, table, rows_sql(n=600, days=3, tag="v2", first=10_000))
-    assert "small batch" in log and "counting rows" not in log
+    assert log.route == Route.SMALL_BATCH
     files = files_by_partition(spark, schema, "small")
     assert len(files) == 5 and all(len(f) == 1 for f in files.values())
     want = expected(spark, rows_sql(n=600, days=3, tag="v2", first=10_000)) + \
@@ -65,7 +77,7 @@ def test_a_file_above_the_target_sends_the_batch_the_planned_way(spark, schema):
            "concat_ws('', transform(sequence(1, 80), i -> sha2(cast(id * 100 + i as string), 256)))"
            " as payload, 'w' as tag from range(600)")
     log = write(spark, table, sql, target_file_size="600KB")
-    assert "small batch" in log and "above the target" in log and "counting rows" in log
+    assert log.route == Route.PLANNED and "above the target" in log
     files = files_by_partition(spark, schema, "wide")
     sizes = sorted(f.bytes for part in files.values() for f in part)
     ideal = sum(-(-sum(f.bytes for f in part) // 600_000) for part in files.values())
@@ -85,7 +97,7 @@ def test_a_file_above_the_target_sends_the_batch_the_planned_way(spark, schema):
 ])
 def test_what_is_not_a_small_batch_is_planned(spark, schema, sql, config):
     log = write(spark, TableRef(schema, "planned"), sql, **config)
-    assert "small batch" not in log and "plan:" in log
+    assert log.route == Route.PLANNED, log
     assert rows_of(spark, schema, "planned") == expected(spark, sql)
 
 
@@ -107,13 +119,12 @@ def test_a_source_without_statistics_is_sized_by_the_files_it_reads(spark, schem
     table = TableRef(schema, "from_source")
     sql = f"select id, day, payload, 'v1' as tag from {source}"
     log = write(spark, table, sql, full_refresh=True, target_file_size="1MB")
-    assert "one task writes each partition's file, no count" in log, log
-    assert "counting rows" not in log
+    assert log.route == Route.FILE_A_PARTITION, log
     files = files_by_partition(spark, schema, "from_source")
     assert len(files) == 5 and all(len(f) == 1 for f in files.values())
     day = sql + " where day = date'2025-01-02'"
     log = write(spark, table, day.replace("'v1'", "'v2'"), target_file_size="1MB")
-    assert "small batch" in log and "counting rows" not in log, log
+    assert log.route == Route.SMALL_BATCH, log
     want = sorted((i, "v2" if i % 5 == 1 else "v1") for i in range(6000))
     assert rows_of(spark, schema, "from_source") == want
     directory = local_dir(describe_table(spark, table).location)
@@ -131,7 +142,7 @@ def test_a_join_is_sized_by_its_sides_files_not_their_product(spark, schema):
            f"left join {schema}.dims d on f.id % 5 = d.id")
     assert plan_stats(spark.sql(sql)).size > 10 ** 18
     log = write(spark, TableRef(schema, "joined"), sql)
-    assert "small batch" in log and "counting rows" not in log, log
+    assert log.route == Route.SMALL_BATCH, log
     assert rows_of(spark, schema, "joined") == expected(spark, sql)
 
 
@@ -143,7 +154,7 @@ def test_a_join_that_makes_more_rows_than_it_reads_is_planned_after_all(spark, s
     sql = (f"select a.id * 1000 + b.id as id, a.day, a.payload || b.payload as payload, "
            f"'x' as tag from {facts} a join {facts} b on a.day = b.day")
     log = write(spark, TableRef(schema, "fanned"), sql, target_file_size="300KB")
-    assert "small batch" in log and "above the target" in log and "counting rows" in log, log
+    assert log.route == Route.PLANNED and "above the target" in log, log
     files = files_by_partition(spark, schema, "fanned")
     assert max(f.bytes for part in files.values() for f in part) <= 1.25 * 300_000
     assert spark.table(f"{schema}.fanned").count() == 5 * 120 * 120
@@ -157,14 +168,14 @@ def test_a_model_partitioned_as_its_source_is_bounded_by_the_largest_partition(s
     source = source_without_statistics(spark, schema)
     sql = f"select id, day, payload, 'v1' as tag from {source}"
     log = write(spark, TableRef(schema, "by_day"), sql, target_file_size="200KB")
-    assert "the largest partition" in log and "counting rows" not in log, log
+    assert log.route == Route.FILE_A_PARTITION and "the largest partition" in log, log
     files = files_by_partition(spark, schema, "by_day")
     assert len(files) == 5 and all(len(f) == 1 for f in files.values())
     assert rows_of(spark, schema, "by_day") == expected(spark, sql)
     shifted = sql.replace("day,", "date_add(day, 1) as day,")
     assert largest_partition(spark.sql(shifted), ["day"], {"/t/day=2025-01-01": 1}) is None
     log = write(spark, TableRef(schema, "shifted"), shifted, target_file_size="200KB")
-    assert "counting rows" in log and "largest partition" not in log, log
+    assert log.route == Route.PLANNED, log
     assert rows_of(spark, schema, "shifted") == expected(spark, shifted)
 
 
@@ -217,7 +228,7 @@ def test_a_partition_value_that_reads_back_as_null_is_refused(spark, schema):
             write(spark, table, sql.format(bad=bad), **cfg)
         assert describe_table(spark, table) is None  # a first build that fails leaves none
     log = write(spark, table, sql.format(bad="null"), **cfg)  # NULL is a value: it reads back
-    assert "small batch" in log
+    assert log.route == Route.SMALL_BATCH
     assert [r.region for r in spark.table(f"{schema}.texts").collect()
             if r.id % 3 == 0] == [None] * 10
 
@@ -263,7 +274,7 @@ def test_a_crash_at_any_step_of_a_small_batch_keeps_exactly_the_last_commit(
     crash_then_recover(spark, table, monkeypatch, point, lambda: write(spark, table, second))
     assert rows_of(spark, schema, "crash") == (after if point in ("completed", "cleanup")
                                                else before)
-    assert "small batch" in write(spark, table, second)
+    assert write(spark, table, second).route == Route.SMALL_BATCH
     assert rows_of(spark, schema, "crash") == after
 
 
@@ -281,7 +292,7 @@ def test_a_small_insert_tops_up_the_small_file_of_each_partition_it_touches(spar
               for f in part}
     batch = rows_sql(n=300, days=3, tag="v2", first=10_000)   # days 0-2 of 5
     log = insert(spark, table, batch)
-    assert "small batch" in log and "topping up 3 small files" in log and "plan:" not in log
+    assert log.route == Route.SMALL_INSERT and log.result.files_removed == 3, log
     files = files_by_partition(spark, schema, "app")
     assert all(len(f) == 1 for f in files.values()) and len(files) == 5
     after = {f.path for part in files.values() for f in part}
@@ -303,7 +314,7 @@ def test_a_small_insert_writes_new_files_where_no_file_is_small(spark, schema):
     before = {f.path for part in files_by_partition(spark, schema, "big").values() for f in part}
     batch = rows_sql(n=40, days=3, tag="v2", first=10_000)    # days 0, 1 and a new one
     log = insert(spark, table, batch, **config)
-    assert "small batch" in log and "the table has no small file to top up" in log
+    assert log.route == Route.SMALL_INSERT and log.result.files_removed == 0, log
     files = files_by_partition(spark, schema, "big")
     assert before <= {f.path for part in files.values() for f in part}
     assert sorted(len(f) for f in files.values()) == [1, 2, 2]
@@ -311,7 +322,8 @@ def test_a_small_insert_writes_new_files_where_no_file_is_small(spark, schema):
                                                    expected(spark, batch))
     # the next insert tops up the new small files, never the big ones
     again = rows_sql(n=30, days=3, tag="v3", first=20_000)
-    assert "topping up 3 small files" in insert(spark, table, again, **config)
+    topped = insert(spark, table, again, **config)
+    assert topped.route == Route.SMALL_INSERT and topped.result.files_removed == 3, topped
     files = files_by_partition(spark, schema, "big")
     assert before <= {f.path for part in files.values() for f in part}
     assert sorted(len(f) for f in files.values()) == [1, 2, 2]
@@ -332,7 +344,7 @@ def test_an_unpartitioned_small_insert_tops_up_the_tables_small_file(spark, sche
             "'v1' as tag", "if(id = 905, null, 'v2') as tag"), not_null_columns=["tag"], **flat)
     batch = rows_sql(n=50, tag="v2", first=1000)
     log = insert(spark, table, batch, not_null_columns=["tag"], **flat)
-    assert "topping up 1 small file (" in log and "plan:" not in log
+    assert log.route == Route.SMALL_INSERT and log.result.files_removed == 1, log
     [after] = files_by_partition(spark, schema, "flat_app").values()
     assert len(before) == len(after) == 1 and before[0].path != after[0].path
     insert(spark, table, batch + " where false", **flat)
@@ -351,7 +363,7 @@ def test_a_file_in_a_pending_clustering_plan_is_not_topped_up(spark, schema):
     write(spark, table, rows_sql(n=400, days=2))
     run_clustering(spark, table, ["id"], schedule_only=True, log=lambda m: None)
     log = insert(spark, table, rows_sql(n=20, days=2, tag="v2", first=10_000))
-    assert "the table has no small file to top up" in log   # its files are the plan's
+    assert log.route == Route.SMALL_INSERT and log.result.files_removed == 0, log  # the plan's
     assert sorted(len(f) for f in files_by_partition(spark, schema, "planned").values()) == [2, 2]
     run_clustering(spark, table, log=lambda m: None)          # the plan still executes
     assert rows_of(spark, schema, "planned") == sorted(
@@ -378,7 +390,7 @@ def test_a_small_insert_above_the_target_is_planned(spark, schema):
             "256))) as payload, 'w' as tag from range({first}, {last})")
     write(spark, table, wide.format(first=0, last=100), **config)
     log = insert(spark, table, wide.format(first=1000, last=1600), **config)
-    assert "small batch" in log and "above the target" in log and "plan:" in log
+    assert log.route == Route.BIN_PACKED and "above the target" in log, log
     sizes = [f.bytes for part in files_by_partition(spark, schema, "wide_insert").values()
              for f in part]
     assert max(sizes) <= 1.25 * 600_000
@@ -428,7 +440,7 @@ def test_a_crash_at_any_step_of_a_small_upsert_keeps_exactly_the_last_commit(
     assert rows_of(spark, schema, "crash_upsert") == (
         after if point in ("completed", "cleanup") else sorted(before.items()))
     if point not in ("completed", "cleanup"):
-        assert "small upsert" in write(spark, table, batch, **upsert)
+        assert write(spark, table, batch, **upsert).route == Route.SMALL_UPSERT
     assert rows_of(spark, schema, "crash_upsert") == after
 
 
@@ -439,7 +451,7 @@ def test_rows_flagged_deleted_and_an_empty_batch_insert_nothing(spark, schema):
     files = files_by_partition(spark, schema, "flags")
     log = insert(spark, table, sql.replace("from range(0, 100)", "from range(200, 300)"),
                  delete_column="gone")
-    assert "small batch" in log
+    assert log.route == Route.SMALL_INSERT, log
     assert len(rows_of(spark, schema, "flags")) == 180
     insert(spark, table, sql + " where false", delete_column="gone")
     insert(spark, table, sql.replace("from range(0, 100)", "from range(0, 0)"),
@@ -468,7 +480,8 @@ def test_a_crash_at_any_step_of_a_small_insert_keeps_exactly_the_last_commit(
         after if point in ("completed", "cleanup") else before)
     if point not in ("completed", "cleanup"):
         log = insert(spark, table, batch, **config)
-        assert "small batch" in log and ("no small file to top up" in log) == (limit == 0)
+        assert log.route == Route.SMALL_INSERT
+        assert (log.result.files_removed == 0) == (limit == 0), log
     assert rows_of(spark, schema, "crash_insert") == after
     files = files_by_partition(spark, schema, "crash_insert")
     assert sorted(len(f) for f in files.values()) == ([1] * 5 if limit is None else [1, 1, 2, 2, 2])

@@ -12,6 +12,7 @@ from python_adapter.table.timeline import Timeline
 from python_adapter.table.timeline import learned_bytes_per_row
 from python_adapter.spark.write import upsert
 from python_adapter.api import write_dataframe
+from python_adapter.spark.job import Route
 from tests.functional.helpers import files_by_partition, layout, rows_of, rows_of_df
 
 TARGET = 16_000
@@ -64,9 +65,8 @@ def test_an_upsert_whose_keys_no_file_holds_is_written_as_a_small_insert(spark, 
     before = files_by_partition(spark, schema, "new_keys")
     fresh = events(days=2, start="2025-01-04", id_offset=10**9, base=20, tag="new")
     logged = []
-    write_dataframe(spark, fresh, table, big, log=logged.append)
-    assert any("written as an insert" in m for m in logged), logged
-    assert not any("tagging incoming keys" in m for m in logged), logged
+    result = write_dataframe(spark, fresh, table, big, log=logged.append)
+    assert result.route == Route.NEW_KEYS, logged  # no tagging
     expected = dict(rows_of_df(base) + rows_of_df(fresh))
     assert rows_of(spark, schema, "new_keys") == sorted(expected.items())
     after = files_by_partition(spark, schema, "new_keys")
@@ -86,8 +86,8 @@ def test_an_upsert_whose_keys_no_file_holds_is_written_as_a_small_insert(spark, 
     mixed = old.unionByName(events(days=1, start="2025-01-06", id_offset=2 * 10**9, base=5,
                                    tag="new2"))
     logged.clear()
-    write_dataframe(spark, mixed, table, big, log=logged.append)
-    assert not any("written as an insert" in m for m in logged), logged
+    result = write_dataframe(spark, mixed, table, big, log=logged.append)
+    assert result.route != Route.NEW_KEYS, logged
     expected.update(dict(rows_of_df(mixed)))
     assert rows_of(spark, schema, "new_keys") == sorted(expected.items())
 
@@ -104,8 +104,8 @@ def test_new_keys_all_flagged_deleted_rewrite_no_file(spark, schema, events):
     before = files_by_partition(spark, schema, "new_deletes")
     gone = events(days=2, id_offset=10**9, base=5).withColumn("gone", F.lit(True))
     logged = []
-    write_dataframe(spark, gone, table, c, log=logged.append)
-    assert any("written as an insert" in m for m in logged), logged
+    result = write_dataframe(spark, gone, table, c, log=logged.append)
+    assert result.route == Route.NEW_KEYS, logged
     assert files_by_partition(spark, schema, "new_deletes") == before
     assert rows_of(spark, schema, "new_deletes") == sorted(rows_of_df(base))
 
@@ -137,8 +137,8 @@ def test_a_small_upsert_of_small_files_is_written_again_by_one_task(spark, schem
         table, c = TableRef(schema, f"merge_{name}"), cfg(**SMALL, **merge, **extra)
         write_dataframe(spark, base, table, c, **QUIET)
         logged = []
-        write_dataframe(spark, batch, table, c, log=logged.append)
-        assert any("small upsert" in m for m in logged) == (name == "small"), logged
+        result = write_dataframe(spark, batch, table, c, log=logged.append)
+        assert (result.route == Route.SMALL_UPSERT) == (name == "small"), logged
         done = [m for m in logged if "done: upsert:" in m]
         results[name] = (rows_of(spark, schema, f"merge_{name}", "id, tag, payload, day, gone"),
                          done[0].split("done: upsert: ")[1].split(";")[0])
@@ -167,10 +167,9 @@ def test_a_small_upsert_refuses_nulls_and_goes_planned_when_its_files_are_big(
     logged = []
     big = events(days=2).withColumn("gone", F.lit(False))  # files near the 16 KB target
     write_dataframe(spark, big, TableRef(schema, "merge_big"), cfg(delete_column="gone"), **QUIET)
-    write_dataframe(spark, big.where("id % 10 = 1").withColumn("tag", F.lit("v2")),
+    result = write_dataframe(spark, big.where("id % 10 = 1").withColumn("tag", F.lit("v2")),
                     TableRef(schema, "merge_big"), cfg(delete_column="gone"), log=logged.append)
-    assert not any("small upsert" in m for m in logged)
-    assert any("tagging incoming keys" in m for m in logged), logged
+    assert result.route == Route.BIN_PACKED, logged
 
 
 @pytest.mark.parametrize("how", ["ride_along", "shuffled", "keys_broadcast", "tiny_splits"])
@@ -331,11 +330,11 @@ def test_partition_index_scope_matches_a_key_in_its_own_partition_only(spark, sc
     write_dataframe(spark, spark.sql("select 2L as id, date'2025-01-02' as day, 'moved' as tag"),
                     TableRef(schema, name), c, **QUIET)
     logs = []
-    write_dataframe(spark, spark.sql("""
+    result = write_dataframe(spark, spark.sql("""
         select 2L as id, date'2025-01-02' as day, 'again' as tag union all
         select 4L, date'2025-01-01', 'v2' union all
         select 8L, date'2025-01-02', 'moved'"""), TableRef(schema, name), c, log=logs.append)
-    assert any("small upsert" in m for m in logs) == (way == "small"), logs
+    assert (result.route == Route.SMALL_UPSERT) == (way == "small"), logs
     done = next(m for m in logs if "done: upsert:" in m)
     assert "1 inserted" in done and "2 updated" in done, done
     expected = {(i, datetime.date(2025, 1, 1 + i % 2), "v1") for i in range(10)}
@@ -359,11 +358,11 @@ def test_partition_index_scope_takes_a_key_in_two_partitions_of_a_batch(spark, s
         select id, date'2025-01-01' + cast(id % 2 as int) as day, 'v1' as tag from range(10)
         union all select 2L, date'2025-01-02', 'moved'"""), table, c, **QUIET)
     logs = []
-    write_dataframe(spark, spark.sql("""
+    result = write_dataframe(spark, spark.sql("""
         select 2L as id, date'2025-01-01' as day, 'a' as tag union all
         select 2L, date'2025-01-02', 'b' union all
         select 3L, date'2025-01-01', 'new'"""), table, c, log=logs.append)
-    assert any("small upsert" in m for m in logs) == (way == "small"), logs
+    assert (result.route == Route.SMALL_UPSERT) == (way == "small"), logs
     done = next(m for m in logs if "done: upsert:" in m)
     assert "1 inserted" in done and "2 updated" in done, done
     expected = {(i, datetime.date(2025, 1, 1 + i % 2), "v1") for i in range(10)} - \
@@ -784,7 +783,7 @@ def test_an_upsert_into_a_wide_table_gives_exactly_the_right_rows(spark, schema,
     write_dataframe(spark, base, table, c, **QUIET)
     logged = []
     result = write_dataframe(spark, batch, table, c, log=logged.append)
-    assert any("small upsert" in m for m in logged) == way.startswith("small"), "\n".join(logged)
+    assert (result.route == Route.SMALL_UPSERT) == way.startswith("small"), "\n".join(logged)
     assert (result.changes.inserted, result.changes.updated) == (30, 18)
 
     names = base.columns
