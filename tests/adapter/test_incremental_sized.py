@@ -353,6 +353,7 @@ class TestRunResultsCarryTheWritesFigures:
                 response["files_written"], response["files_in_table"],
                 response["partitions"]) == (30, 0, 0, 3, 3, 3)
         assert response["bytes_written"] > 0 and response["rows_affected"] == 30
+        assert response["route"] == "small batch"  # 30 rows: one task, no count
         # every key again with a new tag, and 10 new keys: each partition's file rewritten
         # with its updates and its new rows
         [upserted] = run_dbt(["run", "--vars", "{tag: v2, rows: 40}"]).results
@@ -360,6 +361,7 @@ class TestRunResultsCarryTheWritesFigures:
         response = upserted.adapter_response
         assert (response["rows_inserted"], response["rows_updated"], response["files_written"],
                 response["files_replaced"], response["files_in_table"]) == (10, 30, 3, 3, 3)
+        assert response["route"] == "small upsert"
         assert len(upserted.message) <= 60
 
 

@@ -64,6 +64,7 @@ class SizedAdapterResponse(AdapterResponse):
     bytes_written: int = 0
     partitions: int = 0
     instant: str = ""
+    route: str = ""     # the way the write went (python_adapter.spark.job.Route)
 
 
 # dbt prints the status inside its result line, which wraps past ~80 characters
@@ -101,7 +102,7 @@ def _response(result: Dict[str, Any]) -> SizedAdapterResponse:
         files_replaced=result["files_removed"],
         files_in_table=result["files_before"] - result["files_removed"] + result["files_written"],
         bytes_written=result["bytes"], partitions=result["partitions"],
-        instant=result["instant"])
+        instant=result["instant"], route=result["route"])
 
 
 @functools.lru_cache(maxsize=1)
@@ -263,7 +264,8 @@ class SizedSparkAdapter(SparkAdapter):
         cfg = _engine_call(name, api.parse_config, dict(model_config))
         spark = self.connections.spark_session()
         # over session, the commit's statistics and cleanup run while dbt goes on (its next
-        # model); over Connect they are one call on the server, and the write's session ends
+        # model); over Connect the write settles them before it returns (docs/design.md,
+        # "Where the two differ": settling)
         background = api.settle_in_background() if not self.config.credentials.is_connect \
             else contextlib.nullcontext()
         with background:
