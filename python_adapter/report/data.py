@@ -12,6 +12,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 from python_adapter.core.layout import Layout, LayoutFile, by_partition
 from python_adapter.core.sizes import format_size
 from python_adapter.table.timeline import is_clustering, written_with
+from python_adapter.table.extra import SMALL_FILE_LIMIT, TARGET_FILE_SIZE, is_output_files
 
 OVERSIZE_RATIO = 1.25          # a file above 1.25 x target counts as oversized
 
@@ -35,8 +36,8 @@ def resolve_limits(layout: Layout, instants: Sequence = ()) -> Limits:
     that recorded them (timeline.written_with); None when unknown."""
     extra = written_with(instants)
     target, small = layout.target_file_size, layout.small_file_limit
-    return Limits(_int(extra.get("target_file_size")) if target is None else target,
-                  _int(extra.get("small_file_limit")) if small is None else small)
+    return Limits(TARGET_FILE_SIZE.get(extra) if target is None else target,
+                  SMALL_FILE_LIMIT.get(extra) if small is None else small)
 
 
 def is_small(size: int, small_file_limit: Optional[int]) -> bool:
@@ -238,8 +239,7 @@ def pending_plans(instants: Sequence) -> List[PendingPlan]:
     for plan in sorted(instants, key=lambda i: i.instant):
         if not (_is_scheduled_plan(plan) and plan.state == "requested"):
             continue
-        outputs = sum(_int(v) or 0 for k, v in plan.extra.items()
-                      if k.startswith("group.") and k.endswith(".output_files"))
+        outputs = sum(_int(v) or 0 for k, v in plan.extra.items() if is_output_files(k))
         plans.append(PendingPlan(plan, len({f.file_group for f in plan.removed}),
                                  len(plan.removed), sum(f.bytes for f in plan.removed), outputs))
     return plans

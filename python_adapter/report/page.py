@@ -19,6 +19,7 @@ from python_adapter.report.data import (OVERSIZE_RATIO, bin_counts, cluster_over
                                         range_of, replay_timeline, resolve_limits, size_bins,
                                         unfinished)
 from python_adapter.report.text import clip, decimal, escape, when
+from python_adapter.table.extra import CLUSTER_BY, STRATEGY
 
 MAX_HEATMAP_PARTITIONS = 40    # heat-map rows; the strip above it shows every partition
 MAX_PARTITION_ROWS = 25
@@ -285,11 +286,11 @@ def _last_clustering(instants):
     if history is None:
         return _muted("The table has not been clustered.")
     last, since, done = history.last, history.commits_since, history.clusterings
-    cols = last.extra.get("cluster_by", "")
+    cols = ", ".join(CLUSTER_BY.get(last.extra, []))
     return (f'<p>Last clustering <strong>{escape(last.instant)}</strong> '
             f'({escape(when(last.created_at_ms))}): strategy '
-            f'<strong>{escape(last.extra.get("strategy", "?"))}</strong> on '
-            f'<strong>{escape(cols.replace(",", ", "))}</strong>, '
+            f'<strong>{escape(STRATEGY.get(last.extra, "?"))}</strong> on '
+            f'<strong>{escape(cols)}</strong>, '
             f'{count_of(len(last.removed), "file")} replaced by '
             f'{format_count(len(last.added))}. '
             f'{count_of(since, "commit")} since; '
@@ -301,8 +302,8 @@ def _plan_table(instants):
     if not plans:
         return [_muted("No clustering plan is pending.")]
     rows = [[escape(p.plan.instant), escape(when(p.plan.created_at_ms)),
-             escape(p.plan.extra.get("strategy", "")),
-             _cell(p.plan.extra.get("cluster_by", "").replace(",", ", ")),
+             escape(STRATEGY.get(p.plan.extra, "")),
+             _cell(", ".join(CLUSTER_BY.get(p.plan.extra, []))),
              format_count(p.groups), format_count(p.files), escape(format_size(p.bytes)),
              format_count(p.output_files)] for p in plans]
     return [f"<h3>Pending plans ({format_count(len(plans))})</h3>",

@@ -6,6 +6,7 @@ replacecommit of its own naming the plan and its groups; the plan is closed afte
 batch. Plain data over the timeline: the Spark layer writes the files."""
 from typing import Collection, Dict, Iterable, List, Mapping, Protocol, Sequence, Set, Tuple
 
+from python_adapter.table.extra import CLUSTER_BY, STRATEGY, TARGET_FILE_SIZE, output_files
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.timeline import FileEntry, Instant, Timeline
 
@@ -21,8 +22,6 @@ class PlannedGroup(Protocol):
     files: Sequence[Tuple[str, int]]   # (rel path, bytes)
 
 
-def output_files_key(group_id: str) -> str:
-    return f"group.{group_id}.output_files"
 
 
 def schedule_plan(proto: CommitProtocol, operation: str, partition_columns: Iterable[str],
@@ -32,15 +31,15 @@ def schedule_plan(proto: CommitProtocol, operation: str, partition_columns: Iter
     (file_group = the group id, with what the timeline knows of each), each group's output
     file count in extra."""
     entry = {f.path: f for f in current}
-    extra = {SCHEDULED: "true", **extra}
+    record: Dict[str, str] = {SCHEDULED: "true", **extra}
     removed = []
     for g in groups:
-        extra[output_files_key(g.group_id)] = g.output_files
+        record.update(output_files(g.group_id).entry(g.output_files))
         for rel, _size in g.files:
             f = entry[rel]
             removed.append(FileEntry(f.partition, f.path, f.rows, f.bytes, g.group_id, "",
                                      f.key_min, f.key_max))
-    return proto.request(operation, partition_columns, action="replacecommit", extra=extra,
+    return proto.request(operation, partition_columns, action="replacecommit", extra=record,
                          removed=removed)
 
 
@@ -74,8 +73,8 @@ def committed_groups(timeline: Timeline, plan: Instant) -> Set[str]:
 
 def batch_extra(plan: Instant, kept: Collection[str]) -> Dict[str, str]:
     """A batch's record: the plan's strategy and target, the plan and the groups it did."""
-    extra = {k: plan.extra[k] for k in ("strategy", "cluster_by", "target_file_size")
-             if k in plan.extra}
+    extra = {k.name: plan.extra[k.name] for k in (STRATEGY, CLUSTER_BY, TARGET_FILE_SIZE)
+             if k.name in plan.extra}
     return {**extra, PLAN: plan.instant, PLAN_GROUPS: ",".join(sorted(kept))}
 
 

@@ -23,6 +23,7 @@ from python_adapter.errors import TimelineError, UnreadableInstantError
 
 from python_adapter.io.fs import FileStatus
 from python_adapter.io.interfaces import FileSystem
+from python_adapter.table.extra import CLUSTER_BY, FILES_ADDED, FILES_REMOVED, TARGET_FILE_SIZE
 
 SCHEMA_VERSION = 1
 STATES = ("requested", "inflight", "completed")
@@ -74,10 +75,9 @@ CHECKPOINT_SCHEMA = fastavro.parse_schema({
         {"name": "files", "type": {"type": "array", "items": "FileEntry"}},
     ],
 })
-# extra keys of an archived instant's summary (its added / removed lists are left out)
+# extra key of an archived instant's summary (its added / removed lists are left out, their
+# counts kept: extra.FILES_ADDED, extra.FILES_REMOVED)
 ARCHIVED = "archived"
-FILES_ADDED = "files_added"
-FILES_REMOVED = "files_removed"
 
 
 # extra keys of an instant that (re)defines the table in the metastore: a first build, or a
@@ -247,17 +247,17 @@ def summary(instant: Instant) -> Instant:
     """An archived instant as the checkpoint keeps it: its counts and settings, not its
     file lists (the history files keep those)."""
     return replace(instant, added=(), removed=(), extra={
-        **instant.extra, ARCHIVED: "true", FILES_ADDED: str(len(instant.added)),
-        FILES_REMOVED: str(len(instant.removed))})
+        **instant.extra, ARCHIVED: "true", **FILES_ADDED.entry(len(instant.added)),
+        **FILES_REMOVED.entry(len(instant.removed))})
 
 
 def files_added(instant: Instant) -> int:
     """Files the instant added (an archived summary keeps the count, not the list)."""
-    return int(instant.extra.get(FILES_ADDED, len(instant.added)))
+    return FILES_ADDED.get(instant.extra, len(instant.added))
 
 
 def files_removed(instant: Instant) -> int:
-    return int(instant.extra.get(FILES_REMOVED, len(instant.removed)))
+    return FILES_REMOVED.get(instant.extra, len(instant.removed))
 
 
 def encode_checkpoint(cp: Checkpoint) -> bytes:
@@ -332,7 +332,7 @@ def written_with(instants: Iterable[Instant]) -> Mapping[str, str]:
     without them, and what it brings back was written with the sizes before it, so
     compaction, clustering, the layout and the report go on with those."""
     writes = [i for i in instants if i.state == "completed" and i.action == "commit"
-              and "target_file_size" in i.extra]
+              and TARGET_FILE_SIZE.name in i.extra]
     return max(writes, key=lambda i: i.instant).extra if writes else {}
 
 
@@ -647,7 +647,7 @@ def learned_bytes_per_row(timeline: Timeline) -> Optional[float]:
 
 def is_clustering(instant: Instant) -> bool:
     """A clustering's replacecommit; a compaction's (strategy none) orders by no column."""
-    return instant.action == "replacecommit" and bool(instant.extra.get("cluster_by"))
+    return instant.action == "replacecommit" and bool(CLUSTER_BY.get(instant.extra))
 
 
 def scheduled_plans(timeline: Timeline) -> List[Instant]:

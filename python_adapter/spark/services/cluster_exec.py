@@ -60,6 +60,8 @@ from python_adapter.table.plans import (batch_extra, changed_groups, close_plan,
                                         schedule_plan)
 from python_adapter.table.timeline import FileEntry, pending_plan_files, scheduled_plans
 from python_adapter.table.transaction import TxnOptions
+from python_adapter.table.extra import (CLUSTER_BY, PARTIAL_PROGRESS_GROUPS, SMALL_FILE_LIMIT,
+                                        STRATEGY, TARGET_FILE_SIZE, output_files)
 
 RANK_BITS = 10   # ranks in [0, 1024) per column: Z / Hilbert values fit a bigint up to 6 columns
 # What opening a file costs, in bytes, when Spark packs the files a table service reads into
@@ -81,6 +83,8 @@ _JIT_SIZED_CODEGEN = {"spark.sql.codegen.hugeMethodLimit": "8000"}
 # min(maxPartitionBytes, max(openCost, bytes / minPartitionNum))).
 _ONE_TASK_SCAN = {"spark.sql.files.maxPartitionBytes": str(1 << 62), _OPEN_COST: "0",
                   "spark.sql.files.minPartitionNum": "1"}
+# the strategy a compaction plan records: its groups are packed in file order, no curve
+COMPACTION = "none"
 
 
 @dataclass
@@ -189,9 +193,9 @@ def _compact_options(overrides, last) -> CompactOptions:
     if overrides.get("target_file_size"):
         last = {}
     return compact_options(
-        overrides.get("target_file_size") or int(last.get("target_file_size", 0)) or None,
+        overrides.get("target_file_size") or TARGET_FILE_SIZE.get(last) or None,
         overrides.get("small_file_limit"), overrides.get("max_groups"),
-        overrides.get("max_bytes"), int(last.get("small_file_limit", 0)) or None,
+        overrides.get("max_bytes"), SMALL_FILE_LIMIT.get(last) or None,
         overrides.get("partial_progress"), overrides.get("partial_progress_groups"))
 
 
@@ -250,10 +254,9 @@ def _options(locked, cluster_by, strategy, overrides) -> ClusterOptions:
         raise ConfigError(f"cluster_by: column(s) {', '.join(missing)} not found in "
                           f"{locked.table.ref.quoted}; its columns are {', '.join(columns)}")
     last = locked.proto.timeline.written_with()
-    if "target_file_size" in last:
-        overrides.setdefault("target_file_size", int(last["target_file_size"]))
-        overrides.setdefault("write_small_file_limit",
-                             int(last.get("small_file_limit", 0)) or None)
+    if TARGET_FILE_SIZE.get(last) is not None:
+        overrides.setdefault("target_file_size", TARGET_FILE_SIZE.get(last))
+        overrides.setdefault("write_small_file_limit", SMALL_FILE_LIMIT.get(last) or None)
     return cluster_options(names, strategy, **overrides)
 
 
@@ -268,8 +271,8 @@ def _schedule(locked, cluster_by, strategy, overrides) -> int:
     if not groups:
         _log_no_groups(locked, "clustering", "no file below the clustering small-file limit")
         return 0
-    extra = {"strategy": options.strategy, "cluster_by": ",".join(options.cluster_by),
-             "target_file_size": options.target_file_size}
+    extra = {**STRATEGY.entry(options.strategy), **CLUSTER_BY.entry(list(options.cluster_by)),
+             **TARGET_FILE_SIZE.entry(options.target_file_size)}
     schedule_plan(locked.proto, "cluster", locked.info.partition_columns, groups, current,
                   extra)
     locked.log(f"clustering plan: {count_of(len(groups), 'group')} of "
@@ -297,9 +300,10 @@ def _schedule_compaction(locked, overrides, scope) -> int:
             f"{format_size(options.small_file_limit, options.target_file_size)} or a file "
             f"above {SPLIT_RATIO} x target)"))
         return 0
-    extra = {"strategy": "none", "cluster_by": "", "target_file_size": options.target_file_size}
+    extra = {**STRATEGY.entry(COMPACTION), **CLUSTER_BY.entry([]),
+             **TARGET_FILE_SIZE.entry(options.target_file_size)}
     if options.partial_progress_groups:  # the plan keeps it, whoever executes it
-        extra["partial_progress_groups"] = options.partial_progress_groups
+        extra.update(PARTIAL_PROGRESS_GROUPS.entry(options.partial_progress_groups))
     schedule_plan(locked.proto, "compact", locked.info.partition_columns, groups, current,
                   extra)
     files = sum(len(g.files) for g in groups)
@@ -360,7 +364,7 @@ def _execute(locked, plan, result: ClusterResult, batch: Optional[int] = None) -
     staging = locked.proto.staging_dir(plan.instant) + "/data"
     locked.fs.delete(staging)  # what an execution that crashed had written
     planned = planned_groups(plan)
-    batch = batch or int(plan.extra.get("partial_progress_groups", 0)) or None
+    batch = batch or PARTIAL_PROGRESS_GROUPS.get(plan.extra) or None
     if batch is None:
         _run_batch(locked, plan, _Batch(planned), staging, result)
         result.executed_plans += 1
@@ -392,7 +396,7 @@ def _run_batch(locked, plan, part: _Batch, staging: str, result: ClusterResult) 
     result.files_replaced += len(removed)
     result.files_written += len(added)
     result.bytes += sum(a.bytes for a in added)
-    result.target_file_size = int(plan.extra.get("target_file_size", 0))
+    result.target_file_size = TARGET_FILE_SIZE.get(plan.extra, 0)
     if part.number:
         locked.log.batch_committed(f"{part.number}/{part.of}", len(kept),
                                    (len(removed), len(added)))
@@ -489,9 +493,9 @@ def _jobs(spark, plan, groups) -> List[_Job]:
     group i (of the sorted ids) written whole by task i; larger groups one job each,
     range-partitioned within the group only, so a file never straddles two groups and each
     group gives exactly its files."""
-    outputs = {g: int(plan.extra.get(f"group.{g}.output_files", 1)) for g in groups}
+    outputs = {g: output_files(g).get(plan.extra, 1) for g in groups}
     part = {g: files[0].partition for g, files in groups.items()}
-    if plan.extra["strategy"] == "none":
+    if STRATEGY.get(plan.extra) == COMPACTION:
         runs = {g: _runs(files, outputs[g]) for g, files in groups.items()}
         whole = {g: files for g, files in groups.items() if runs[g]}
         cut = {g: files for g, files in groups.items() if not runs[g]}
@@ -556,7 +560,7 @@ def _write_job(locked, plan, job: _Job, where) -> None:
     """One Spark job writing its groups (their planned files each) into the directory out."""
     which, out = where
     spark, pcols, groups = locked.spark, locked.info.partition_columns, job.groups
-    cluster_by, strategy = plan.extra["cluster_by"].split(","), plan.extra["strategy"]
+    cluster_by, strategy = CLUSTER_BY.get(plan.extra, []), STRATEGY.get(plan.extra)
     rel_paths = [f.path for g in groups for f in groups[g]]
     how = f"{strategy} on {', '.join(cluster_by)}" if strategy != "none" else \
         "in file order" + (", whole files per task" if job.runs else "")
@@ -592,7 +596,7 @@ def _bloom_options(locked, plan, rel_paths) -> Dict[str, str]:
     chosen = set(rel_paths)
     files = [f for f in plan.removed if f.path in chosen and f.rows > 0]
     bpr = sum(f.bytes for f in files) / sum(f.rows for f in files) if files else None
-    return write_options(key, int(plan.extra.get("target_file_size", 0)) or 1, bpr)
+    return write_options(key, TARGET_FILE_SIZE.get(plan.extra) or 1, bpr)
 
 
 def _write_aligned(locked, job: _Job, schema, where) -> bool:

@@ -14,6 +14,7 @@ from python_adapter.spark.job import resolve_names
 from python_adapter.spark.handle import open_table
 from python_adapter.table.files import current_files
 from python_adapter.table.timeline import files_added, files_removed, is_clustering
+from python_adapter.table.extra import CLUSTER_BY, SMALL_FILE_LIMIT, TARGET_FILE_SIZE
 
 TIMELINE_COLUMNS = ["instant", "time", "action", "state", "operation", "files_added",
                     "files_removed", "rows", "bytes", "size"]
@@ -22,8 +23,7 @@ TIMELINE_COLUMNS = ["instant", "time", "action", "state", "operation", "files_ad
 def _written_with(timeline):
     """(target_file_size, small_file_limit) of the table's last write, None when unknown."""
     extra = timeline.written_with()
-    target = int(extra["target_file_size"]) if "target_file_size" in extra else None
-    small = int(extra["small_file_limit"]) if "small_file_limit" in extra else None
+    target, small = TARGET_FILE_SIZE.get(extra), SMALL_FILE_LIMIT.get(extra)
     return target, small
 
 
@@ -39,7 +39,7 @@ def read_layout(spark: SparkSession, table: TableRef,
     if cluster_by is None:
         clustered = next((i for i in reversed(timeline.completed(actions=("replacecommit",)))
                           if is_clustering(i)), None)
-        cluster_by = clustered.extra["cluster_by"].split(",") if clustered else []
+        cluster_by = CLUSTER_BY.get(clustered.extra, []) if clustered else []
     cluster_by = resolve_names([cluster_by] if isinstance(cluster_by, str) else cluster_by,
                                info.column_names) if cluster_by else ()
     stats = {}
