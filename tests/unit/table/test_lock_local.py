@@ -156,11 +156,15 @@ def test_a_lease_of_another_host_is_stale_once_expired_and_held_while_it_runs(tm
 def test_the_holder_renews_its_lease_while_it_works(tmp_path):
     table, path = _table(tmp_path)
     proto = table.protocol()
-    proto.acquire_lock("upsert", LockOptions(lease=1.0))  # renewed every 0.25 s
+    # renewed every quarter of the lease; a lease of seconds, not less, so a loaded machine
+    # (the suite's other worker, CI) does not let it expire between two renewals
+    proto.acquire_lock("upsert", LockOptions(lease=4.0))
     try:
         first = json.loads(table.fs.read_bytes(path))
-        time.sleep(1.5)  # more than the lease
-        renewed = json.loads(table.fs.read_bytes(path))
+        deadline, renewed = time.monotonic() + 10, first
+        while renewed["renewed_ms"] == first["renewed_ms"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+            renewed = json.loads(table.fs.read_bytes(path))
         assert renewed["token"] == first["token"] and renewed["renewed_ms"] > first["renewed_ms"]
         assert table.protocol().lock.read()["token"] == first["token"]
         with pytest.raises(LockError):  # renewed: not stale to another writer

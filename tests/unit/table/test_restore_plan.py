@@ -1,7 +1,8 @@
 """What sized_restore can bring back: decided from the files that are kept, not from which
 instants are archived (table/restore_plan.py)."""
 from python_adapter.table.restore_plan import plan_restore, restorable_instants
-from python_adapter.table.timeline import (ARCHIVED, DEFINES_TABLE, FILES_ADDED, FileEntry,
+from python_adapter.table.extra import FILES_ADDED
+from python_adapter.table.timeline import (ARCHIVED, DEFINES_TABLE, FileEntry,
                                            Instant, replay)
 
 ASIDE = "file:/w/.sized/t/replaced"
@@ -88,7 +89,7 @@ def test_a_new_definition_or_lost_file_lists_stop_the_walk_back():
     assert restorable_instants(history, current, everything) == ["2", "3"]
     # an archived summary whose history file is gone: its adds and removes are unknown
     summary = Instant(**{**vars(history[2]), "added": (), "removed": (),
-                         "extra": {ARCHIVED: "true", FILES_ADDED: "1"}})
+                         "extra": {ARCHIVED: "true", **FILES_ADDED.entry(1)}})
     lost = [_commit("1", adds="ab"), summary, _commit("4", adds="e", removes="d")]
     assert "file lists of a later instant, 3" in plan_restore(
         lost, _current(lost), "1", everything).blocked
