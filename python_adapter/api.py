@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from pyspark.sql import DataFrame, SparkSession
 
 from python_adapter.core.config import STRATEGIES, SizedConfig, parse_config
-from python_adapter.core.config_keys import unknown_key_error
+from python_adapter.core.config_keys import MODEL_KEYS, unknown_key_error
 from python_adapter.core.notice import Notice
 from python_adapter.core.sizes import count_of
 from python_adapter.core.layout import (LAYOUT_COLUMNS, Layout, file_columns, file_rows,
@@ -52,7 +52,7 @@ from python_adapter.table.settle import wait as wait_for_settling
 from python_adapter.table.timeline import (forget_unfinished_in_this_thread,
                                            unfinished_in_this_thread)
 
-__all__ = ["TableRef", "SizedConfig", "parse_config", "unknown_key_error", "Notice", "write_model", "write_dataframe",
+__all__ = ["TableRef", "SizedConfig", "parse_config", "unknown_key_error", "MODEL_KEYS", "Notice", "write_model", "write_dataframe",
            "write_python", "PythonModel",
            "layout", "layout_rows", "layout_limits_text", "file_rows", "file_columns", "layout_problems",
            "LAYOUT_COLUMNS", "timeline", "TIMELINE_COLUMNS", "rollback", "restore", "clean",

@@ -9,8 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
-from python_adapter.core.config_keys import read
-from python_adapter.core.retention import DEFAULT_RETAIN_COMMITS, DEFAULT_RETAIN_HOURS
+from python_adapter.core.config_keys import KEYS, read
 from python_adapter.core.sizes import parse_duration, parse_size
 from python_adapter.errors import ConfigError
 
@@ -18,21 +17,21 @@ STRATEGIES = ("upsert", "insert", "insert_overwrite", "microbatch")
 # dbt's names for the same strategies (dbt's `incremental` and dbt-spark's): append adds
 # rows; merge and delete+insert replace the rows of the incoming keys.
 STRATEGY_ALIASES = {"append": "insert", "merge": "upsert", "delete+insert": "upsert"}
-DISTRIBUTIONS = ("range", "exact", "hash", "none")
-# exact writes the ideal file count (at most one small file per partition); range may write up
-# to one file more per partition (docs/design.md, Algorithms 2)
-DEFAULT_DISTRIBUTION = "exact"
-# A writer lock not renewed (every few seconds, while its writer works) for this long is
-# stale on any host.
-DEFAULT_LOCK_LEASE = 300.0
-CLUSTER_STRATEGIES = ("linear", "zorder", "hilbert")
-ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
-FILE_FORMATS = ("parquet",)
-# Where upsert looks for an incoming key's file (Hudi's GLOBAL_BLOOM vs BLOOM index):
-# every file the key ranges do not rule out, or only the batch's partitions.
-INDEX_SCOPES = ("global", "partition")
-INDEX_TYPES = ("range", "bloom")
-DEFAULT_TARGET = "128MB"
+
+
+def default_of(name: str) -> Any:
+    """A model key's default as its declaration (config_keys.MODEL_KEYS) gives it, as the
+    engine holds it: a size in bytes, a duration in seconds."""
+    key = KEYS[name]
+    if key.value is not None and key.type == "size":
+        return parse_size(key.value)
+    if key.value is not None and key.type == "duration":
+        return parse_duration(key.value)
+    return key.value
+
+
+CLUSTER_STRATEGIES = KEYS["cluster_strategy"].choices
+DEFAULT_TARGET = KEYS["target_file_size"].value
 # Hudi's defaults put the small-file limit at ~78% of the max file size (100MB of 128MB);
 # keep that ratio when only the target is set, so setting one key never makes an invalid pair.
 SMALL_FILE_RATIO = 100 / 128
@@ -43,26 +42,26 @@ class SizedConfig:
     partition_by: Tuple[str, ...] = ()
     unique_key: Tuple[str, ...] = ()
     incremental_strategy: str = "insert"
-    target_file_size: int = parse_size(DEFAULT_TARGET)
-    small_file_limit: int = int(parse_size(DEFAULT_TARGET) * SMALL_FILE_RATIO)
+    target_file_size: int = default_of("target_file_size")
+    small_file_limit: int = int(default_of("target_file_size") * SMALL_FILE_RATIO)
     insert_split_size: Optional[int] = None
     file_count: Optional[int] = None
     bytes_per_row: Optional[float] = None
-    distribution: str = DEFAULT_DISTRIBUTION
+    distribution: str = default_of("distribution")
     cluster_by: Tuple[str, ...] = ()
-    cluster_strategy: str = "linear"
-    cluster_every_n_commits: int = 0
-    compact_every_n_commits: int = 0
+    cluster_strategy: str = default_of("cluster_strategy")
+    cluster_every_n_commits: int = default_of("cluster_every_n_commits")
+    compact_every_n_commits: int = default_of("compact_every_n_commits")
     delete_column: Optional[str] = None
     precombine_column: Optional[str] = None
-    on_schema_change: str = "ignore"
-    index_scope: str = "global"
-    index_type: str = "range"                  # upsert: how files are ruled out for a key
-    file_format: str = "parquet"
-    lock_lease: float = DEFAULT_LOCK_LEASE     # seconds a writer lock lives without renewal
-    lock_timeout: float = 0.0                  # seconds a writer waits for a held lock
-    retain_commits: int = DEFAULT_RETAIN_COMMITS   # set-aside files kept for this many commits
-    retain_hours: float = DEFAULT_RETAIN_HOURS     # and at least this long
+    on_schema_change: str = default_of("on_schema_change")
+    index_scope: str = default_of("index_scope")
+    index_type: str = default_of("index_type")  # upsert: how files are ruled out for a key
+    file_format: str = default_of("file_format")
+    lock_lease: float = default_of("lock_lease")      # seconds a lock lives without renewal
+    lock_timeout: float = default_of("lock_timeout")  # seconds a writer waits for a held lock
+    retain_commits: int = default_of("retain_commits")  # set-aside files kept this many commits
+    retain_hours: float = default_of("retain_hours")    # and at least this long
     merge_update_columns: Tuple[str, ...] = ()     # upsert: a matched row takes only these
     merge_exclude_columns: Tuple[str, ...] = ()    # upsert: a matched row keeps these
     incremental_predicates: Tuple[str, ...] = ()   # upsert: only table rows they hold match
@@ -88,6 +87,11 @@ def _choice(key, value, allowed, default):
     if not isinstance(value, str) or value.lower() not in allowed:
         raise ConfigError(f"{key}: unknown value {value!r}; expected one of {', '.join(allowed)}")
     return value.lower()
+
+
+def _declared_choice(raw, name):
+    """A key with choices, read and checked against its declaration, its default if unset."""
+    return _choice(name, read(raw, name), KEYS[name].choices, default_of(name))
 
 
 def _size(key, value, default=None):
@@ -187,8 +191,8 @@ def retention_values(retain_commits: Any = None, retain_hours: Any = None) -> Tu
     """(retain_commits, retain_hours) validated: at least one commit is kept (the last
     commit's set-aside files are what sized_rollback restores)."""
     commits = _positive_int("retain_commits", retain_commits)
-    return (DEFAULT_RETAIN_COMMITS if commits is None else commits,
-            _hours("retain_hours", retain_hours, DEFAULT_RETAIN_HOURS))
+    return (default_of("retain_commits") if commits is None else commits,
+            _hours("retain_hours", retain_hours, default_of("retain_hours")))
 
 
 def _optional_name(key, value):
@@ -211,7 +215,7 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
     if strategy == "upsert" and not unique_key:
         raise ConfigError(f"unique_key: incremental_strategy {named or 'upsert'!r} needs a "
                           f"unique_key, got none")
-    index_type = _choice("index_type", read(raw, "index_type"), INDEX_TYPES, "range")
+    index_type = _declared_choice(raw, "index_type")
     if index_type == "bloom" and not unique_key:
         raise ConfigError("index_type: 'bloom' filters files on the first unique_key column; "
                           "set unique_key, or leave index_type at 'range'")
@@ -220,7 +224,8 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
         raise ConfigError("event_time: incremental_strategy 'microbatch' needs an event_time "
                           "column (and dbt's begin and batch_size), got none")
 
-    target = _size("target_file_size", read(raw, "target_file_size"), parse_size(DEFAULT_TARGET))
+    target = _size("target_file_size", read(raw, "target_file_size"),
+                   default_of("target_file_size"))
     if target <= 0:
         raise ConfigError(f"target_file_size: must be > 0, got {read(raw, 'target_file_size')!r}")
     small = _size("small_file_limit", read(raw, "small_file_limit"), int(target * SMALL_FILE_RATIO))
@@ -239,9 +244,9 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
         if not bytes_per_row > 0:
             raise ConfigError(f"bytes_per_row: must be > 0, got {read(raw, 'bytes_per_row')!r}")
 
-    file_format = _choice("file_format", read(raw, "file_format"), FILE_FORMATS, "parquet")
+    file_format = _declared_choice(raw, "file_format")
     cluster_every = _positive_int("cluster_every_n_commits", read(raw, "cluster_every_n_commits"),
-                                  allow_zero=True) or 0
+                                  allow_zero=True) or default_of("cluster_every_n_commits")
     cluster_by = _column_list("cluster_by", read(raw, "cluster_by"))
     if cluster_every and not cluster_by:
         raise ConfigError("cluster_by: cluster_every_n_commits is set but cluster_by names no columns")
@@ -262,24 +267,24 @@ def parse_config(raw: Optional[Mapping[str, Any]]) -> SizedConfig:
         insert_split_size=_positive_int("insert_split_size", read(raw, "insert_split_size")),
         file_count=_positive_int("file_count", read(raw, "file_count")),
         bytes_per_row=bytes_per_row,
-        distribution=_choice("distribution", read(raw, "distribution"), DISTRIBUTIONS,
-                             DEFAULT_DISTRIBUTION),
+        distribution=_declared_choice(raw, "distribution"),
         cluster_by=cluster_by,
-        cluster_strategy=_choice("cluster_strategy", read(raw, "cluster_strategy"),
-                                 CLUSTER_STRATEGIES, "linear"),
+        cluster_strategy=_declared_choice(raw, "cluster_strategy"),
         cluster_every_n_commits=cluster_every,
         compact_every_n_commits=_positive_int("compact_every_n_commits",
                                               read(raw, "compact_every_n_commits"),
-                                              allow_zero=True) or 0,
+                                              allow_zero=True) or default_of(
+                                                  "compact_every_n_commits"),
         delete_column=_optional_name("delete_column", read(raw, "delete_column")),
         precombine_column=_optional_name("precombine_column", read(raw, "precombine_column")),
-        on_schema_change=_choice("on_schema_change", read(raw, "on_schema_change"),
-                                 ON_SCHEMA_CHANGE, "ignore"),
-        index_scope=_choice("index_scope", read(raw, "index_scope"), INDEX_SCOPES, "global"),
+        on_schema_change=_declared_choice(raw, "on_schema_change"),
+        index_scope=_declared_choice(raw, "index_scope"),
         index_type=index_type,
         file_format=file_format,
-        lock_lease=_duration("lock_lease", read(raw, "lock_lease"), DEFAULT_LOCK_LEASE, minimum=1),
-        lock_timeout=_duration("lock_timeout", read(raw, "lock_timeout"), 0.0),
+        lock_lease=_duration("lock_lease", read(raw, "lock_lease"), default_of("lock_lease"),
+                             minimum=1),
+        lock_timeout=_duration("lock_timeout", read(raw, "lock_timeout"),
+                               default_of("lock_timeout")),
         retain_commits=retain_commits,
         retain_hours=retain_hours,
         merge_update_columns=update_columns,

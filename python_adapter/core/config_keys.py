@@ -7,18 +7,37 @@ is caught by `unknown_key_error`. Pure.
 """
 import difflib
 from dataclasses import dataclass
-from typing import Any, Collection, Iterable, Mapping, Optional
+from typing import Any, Collection, Iterable, Mapping, Optional, Tuple
+
+from python_adapter.core.retention import DEFAULT_RETAIN_COMMITS, DEFAULT_RETAIN_HOURS
 
 
 @dataclass(frozen=True)
 class ConfigKey:
     name: str
-    type: str          # as the reference shows it
-    default: str       # as the reference shows it
+    type: str          # as the reference shows it (a key with choices shows them instead)
+    default: str       # as the reference shows it; "": shown from `value`
     doc: str
     group: str = "writing"
     dbt: bool = False      # dbt's or dbt-spark's own key, which the engine reads too
     internal: bool = False  # set by the adapter's macros, never by a user
+    # the default as a model would write it (a size or a duration as text): the one place it
+    # is declared (config.default_of gives it as the engine holds it). None: no default, or
+    # a rule `default` describes in words
+    value: Any = None
+    choices: Tuple[str, ...] = ()   # the values it takes, lower case, as errors list them
+
+    @property
+    def shown_type(self) -> str:
+        return ", ".join(f"`{c}`" for c in self.choices) if self.choices else self.type
+
+    @property
+    def shown_default(self) -> str:
+        if self.default or self.value is None:
+            return self.default or "none"
+        if self.type in ("size", "duration"):
+            return f"`'{self.value}'`"
+        return f"`{self.value:g}`" if isinstance(self.value, float) else f"`{self.value}`"
 
 
 _UPSERT_ONLY = "upsert: "
@@ -32,9 +51,9 @@ MODEL_KEYS = (
               "`upsert` with a `unique_key`, else `insert`",
               "how an incremental run writes; dbt's names work too: `append` (= `insert`), "
               "`merge` and `delete+insert` (= `upsert`)", dbt=True),
-    ConfigKey("target_file_size", "size", "`'128MB'`",
+    ConfigKey("target_file_size", "size", "",
               "largest file to write: bytes, or `'128MB'`, `'1GiB'` (MB = 1000², "
-              "MiB = 1024²)"),
+              "MiB = 1024²)", value="128MB"),
     ConfigKey("small_file_limit", "size", "100/128 of the target",
               "files below it are filled with inserts; `0` turns packing off"),
     ConfigKey("insert_split_size", "whole number", "target / bytes per row",
@@ -43,15 +62,18 @@ MODEL_KEYS = (
               "static total file count; skips counting the rows of each partition"),
     ConfigKey("bytes_per_row", "number or size", "measured",
               "static estimate; skips learning it from earlier commits or a sample"),
-    ConfigKey("distribution", "`exact`, `range`, `hash`, `none`", "`exact`",
-              "how rows are routed to files: `exact` writes the ideal file count"),
-    ConfigKey("file_format", "`parquet`", "`parquet`",
+    # exact writes the ideal file count (at most one small file per partition); range may
+    # write up to one file more per partition (docs/algorithms/distribution.md)
+    ConfigKey("distribution", "", "",
+              "how rows are routed to files: `exact` writes the ideal file count",
+              value="exact", choices=("exact", "range", "hash", "none")),
+    ConfigKey("file_format", "", "",
               "the engine writes Parquet; any other format goes to dbt-spark unchanged",
-              dbt=True),
-    ConfigKey("on_schema_change", "`ignore`, `fail`, `append_new_columns`, "
-              "`sync_all_columns`", "`ignore`",
+              dbt=True, value="parquet", choices=("parquet",)),
+    ConfigKey("on_schema_change", "", "",
               "what an incremental run does when the model's columns differ from the "
-              "table's", dbt=True),
+              "table's", dbt=True, value="ignore",
+              choices=("ignore", "fail", "append_new_columns", "sync_all_columns")),
     ConfigKey("not_null_columns", "column or list of columns", "none",
               "column(s) that must not be null in the new rows; an enforced contract's "
               "`not_null` constraints are added to them"),
@@ -66,13 +88,15 @@ MODEL_KEYS = (
     ConfigKey("precombine_column", "column", "none",
               _UPSERT_ONLY + "a key sent twice in one batch keeps the row with the largest "
               "value; without it a repeated key fails the model", group="upsert"),
-    ConfigKey("index_scope", "`global`, `partition`", "`global`",
+    # Hudi's GLOBAL_BLOOM vs BLOOM index
+    ConfigKey("index_scope", "", "",
               _UPSERT_ONLY + "where an incoming key's old row is looked for: every file "
-              "(a key may change partition), or the batch's partitions only", group="upsert"),
-    ConfigKey("index_type", "`range`, `bloom`", "`range`",
+              "(a key may change partition), or the batch's partitions only", group="upsert",
+              value="global", choices=("global", "partition")),
+    ConfigKey("index_type", "", "",
               _UPSERT_ONLY + "how files are ruled out for a key: the key range each file's "
               "record keeps, or also a Parquet Bloom filter of the first `unique_key` column",
-              group="upsert"),
+              group="upsert", value="range", choices=("range", "bloom")),
     ConfigKey("merge_update_columns", "list of columns", "none",
               _UPSERT_ONLY + "a row whose key the table holds takes only these columns",
               group="upsert", dbt=True),
@@ -96,29 +120,34 @@ MODEL_KEYS = (
     # -- clustering and compaction ------------------------------------------------------
     ConfigKey("cluster_by", "column or list of columns", "none",
               "columns to cluster by (post-hook, run-operation, inline)", group="clustering"),
-    ConfigKey("cluster_strategy", "`linear`, `zorder`, `hilbert`", "`linear`",
-              "sort, or a space-filling curve over the columns' ranks", group="clustering"),
-    ConfigKey("cluster_every_n_commits", "whole number", "`0`",
+    ConfigKey("cluster_strategy", "", "",
+              "sort, or a space-filling curve over the columns' ranks", group="clustering",
+              value="linear", choices=("linear", "zorder", "hilbert")),
+    ConfigKey("cluster_every_n_commits", "whole number", "",
               "inline clustering after every N-th commit; `0`: only when run explicitly",
-              group="clustering"),
-    ConfigKey("compact_every_n_commits", "whole number", "`0`",
+              group="clustering", value=0),
+    ConfigKey("compact_every_n_commits", "whole number", "",
               "inline compaction after every N-th commit since the last clustering or "
-              "compaction; `0`: only when run explicitly", group="clustering"),
+              "compaction; `0`: only when run explicitly", group="clustering", value=0),
     ConfigKey("cluster_small_file_limit", "size", "3 x `small_file_limit`",
               "files below it are clustered (post-hook; run-operation argument)",
               group="clustering"),
     # -- commits: locking and retention -------------------------------------------------
-    ConfigKey("lock_lease", "duration", "`'5m'`",
+    # a lock not renewed for this long is stale on any host
+    ConfigKey("lock_lease", "duration", "",
               "how long the writer lock lives without renewal (its holder renews it while "
-              "it works); durations: `'90s'`, `'5m'`, `'1h'`, or seconds", group="commits"),
-    ConfigKey("lock_timeout", "duration", "`'0s'`",
+              "it works); durations: `'90s'`, `'5m'`, `'1h'`, or seconds", group="commits",
+              value="5m"),
+    ConfigKey("lock_timeout", "duration", "",
               "how long a writer that finds the table locked waits before it fails naming "
-              "the holder", group="commits"),
-    ConfigKey("retain_commits", "whole number, at least 1", "`10`",
+              "the holder", group="commits", value="0s"),
+    ConfigKey("retain_commits", "whole number, at least 1", "",
               "the files a commit replaced are kept for this many commits, for "
-              "`sized_restore` and `sized_rollback`", group="commits"),
-    ConfigKey("retain_hours", "number of hours", "`24`",
-              "and at least this long; past both the cleaner deletes them", group="commits"),
+              "`sized_restore` and `sized_rollback`", group="commits",
+              value=DEFAULT_RETAIN_COMMITS),
+    ConfigKey("retain_hours", "number of hours", "",
+              "and at least this long; past both the cleaner deletes them", group="commits",
+              value=DEFAULT_RETAIN_HOURS),
 )
 KEYS = {k.name: k for k in MODEL_KEYS}
 GROUPS = (("writing", "Writing"), ("upsert", "Upsert and microbatch"),
@@ -165,7 +194,7 @@ def reference_markdown() -> str:
         for k in MODEL_KEYS:
             if k.group == group and not k.internal:
                 name = f"`{k.name}`" + (" (*dbt*)" if k.dbt else "")
-                lines.append(f"| {name} | {k.type} | {k.default} | {k.doc} |")
+                lines.append(f"| {name} | {k.shown_type} | {k.shown_default} | {k.doc} |")
         lines.append("")
     return "\n".join(lines)
 

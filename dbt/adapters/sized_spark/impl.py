@@ -14,7 +14,7 @@ import agate
 from dbt.adapters.base import available
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.impl import SparkAdapter
+from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
@@ -105,12 +105,26 @@ def _response(result: Dict[str, Any]) -> SizedAdapterResponse:
         instant=result["instant"], route=result["route"])
 
 
+def _adapter_config_class() -> type:
+    """dbt-spark's SparkConfig with the engine's own model keys (api.MODEL_KEYS, those
+    neither dbt's nor dbt-spark's nor set by our macros), declared to dbt as the adapter's
+    config as dbt-spark declares SparkConfig: each takes the value the innermost config
+    gives it (dbt's default merge), as before; the keys are declared once, in MODEL_KEYS."""
+    taken = {f.name for f in dataclasses.fields(SparkConfig)}
+    ours = [k.name for k in api.MODEL_KEYS if not (k.dbt or k.internal or k.name in taken)]
+    return dataclasses.make_dataclass(
+        "SizedSparkConfig", [(name, Optional[Any], dataclasses.field(default=None))
+                             for name in ours], bases=(SparkConfig,))
+
+
+SizedSparkConfig = _adapter_config_class()
+
+
 @functools.lru_cache(maxsize=1)
 def _dbt_config_keys() -> frozenset:
     """The config keys dbt (models and snapshots) and dbt-spark declare, with their
     aliases (`pre-hook`): a model's key among them is never taken for a typo of ours."""
     from dbt.artifacts.resources import ModelConfig, SnapshotConfig
-    from dbt.adapters.spark.impl import SparkConfig
 
     keys = set()
     for config_class in (ModelConfig, SnapshotConfig, SparkConfig):
@@ -121,6 +135,7 @@ def _dbt_config_keys() -> frozenset:
 
 class SizedSparkAdapter(SparkAdapter):
     ConnectionManager = SizedSparkConnectionManager  # type: ignore[assignment]
+    AdapterSpecificConfigs = SizedSparkConfig  # type: ignore[assignment]  # SparkConfig's subclass
 
     @classmethod
     def type(cls) -> str:

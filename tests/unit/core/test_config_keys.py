@@ -71,8 +71,8 @@ def test_the_reference_shows_the_defaults_the_engine_applies():
     unset = config.parse_config({})
     checked = set()
     for key in MODEL_KEYS:
-        literal = re.fullmatch(r"`'?([^`']*)'?`", key.default)
-        if key.default == "none" and hasattr(unset, key.name):
+        literal = re.fullmatch(r"`'?([^`']*)'?`", key.shown_default)
+        if key.shown_default == "none" and hasattr(unset, key.name):
             assert getattr(unset, key.name) in (None, ()), key.name
         elif literal and hasattr(unset, key.name):
             parse = {"size": parse_size, "duration": parse_duration}.get(key.type, type(
