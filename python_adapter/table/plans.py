@@ -4,7 +4,7 @@ and whose extra gives each group's output file count. A run executes it whole, a
 plan's own instant, or (partial progress) a batch of groups at a time, each committed as a
 replacecommit of its own naming the plan and its groups; the plan is closed after its last
 batch. Plain data over the timeline: the Spark layer writes the files."""
-from typing import Collection, Dict, Iterable, List, Mapping, Protocol, Sequence, Set, Tuple
+from typing import Any, Collection, Dict, Iterable, List, Mapping, Protocol, Sequence, Set, Tuple
 
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.timeline import FileEntry, Instant, Timeline
@@ -15,10 +15,17 @@ PLAN_GROUPS = "plan_groups"     # ... and the groups it committed, comma-separat
 
 
 class PlannedGroup(Protocol):
-    """A group as core's planners give it (core/clustering, core/compaction)."""
-    group_id: str
-    output_files: int
-    files: Sequence[Tuple[str, int]]   # (rel path, bytes)
+    """A group as core's planners give it (core/clustering, core/compaction). Read-only
+    (properties), as the planners' frozen dataclasses are."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def output_files(self) -> int: ...
+
+    @property
+    def files(self) -> Sequence[Tuple[str, int]]: ...   # (rel path, bytes)
 
 
 def output_files_key(group_id: str) -> str:
@@ -27,7 +34,7 @@ def output_files_key(group_id: str) -> str:
 
 def schedule_plan(proto: CommitProtocol, operation: str, partition_columns: Iterable[str],
                   groups: Iterable[PlannedGroup], current: Iterable[FileEntry],
-                  extra: Mapping[str, str]) -> Instant:
+                  extra: Mapping[str, Any]) -> Instant:
     """The groups as a scheduled replacecommit, written once: their files in `removed`
     (file_group = the group id, with what the timeline knows of each), each group's output
     file count in extra."""
@@ -35,7 +42,7 @@ def schedule_plan(proto: CommitProtocol, operation: str, partition_columns: Iter
     extra = {SCHEDULED: "true", **extra}
     removed = []
     for g in groups:
-        extra[output_files_key(g.group_id)] = g.output_files
+        extra[output_files_key(g.group_id)] = g.output_files  # the timeline writes it as text
         for rel, _size in g.files:
             f = entry[rel]
             removed.append(FileEntry(f.partition, f.path, f.rows, f.bytes, g.group_id, "",

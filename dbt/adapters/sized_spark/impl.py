@@ -120,7 +120,9 @@ def _dbt_config_keys() -> frozenset:
 
 
 class SizedSparkAdapter(SparkAdapter):
-    ConnectionManager = SizedSparkConnectionManager  # type: ignore[assignment]
+    ConnectionManager = SizedSparkConnectionManager
+    # BaseAdapter.__init__ makes it from ConnectionManager (a hint only: no value here)
+    connections: SizedSparkConnectionManager
 
     @classmethod
     def type(cls) -> str:
