@@ -29,12 +29,13 @@ def plan_groups(files_by_partition: Mapping[str, Sequence[Tuple[str, int]]],
                 options: ClusterOptions, excluded: Collection[str] = ()) -> List[ClusterGroup]:
     """{partition: [(rel path, bytes)]} -> [ClusterGroup]; files in `excluded` (already in a
     pending plan) are left out."""
-    groups = []
+    groups: List[ClusterGroup] = []
     for part in sorted(files_by_partition):
         small = sorted(((rel, size) for rel, size in files_by_partition[part]
                         if size < options.small_file_limit and rel not in excluded),
                        key=lambda f: (-f[1], f[0]))
-        current, current_bytes = [], 0
+        current: List[Tuple[str, int]] = []
+        current_bytes = 0
         for rel, size in small:
             if current and current_bytes + size > options.max_bytes_per_group:
                 groups.append(_group(len(groups), part, current, options))
@@ -100,7 +101,7 @@ def _split(points, want) -> Tuple[Optional[int], int]:
     column that gets within SPLIT_TOLERANCE of it, else on the column that gets closest."""
     dims = range(len(points[0]))
     spread = {d: max(p[d] for p in points) - min(p[d] for p in points) for d in dims}
-    best = (None, 0, math.inf)
+    best: Tuple[Optional[int], int, float] = (None, 0, math.inf)
     for d in sorted(dims, key=lambda d: (-spread[d], d)):
         if spread[d] == 0:
             continue
@@ -166,7 +167,7 @@ def cell_table(cell: Cell, dims: int, bits: int,
 
 
 def _cuts_by_column(cell: Cell, dims: int) -> List[set]:
-    cuts = [set() for _ in range(dims)]
+    cuts: List[set] = [set() for _ in range(dims)]
     pending = [cell]
     while pending:
         c = pending.pop()

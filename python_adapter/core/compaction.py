@@ -29,7 +29,8 @@ def plan_compaction(files_by_partition: Mapping[str, Sequence[Tuple[str, int]]],
     for part in sorted(files_by_partition):
         files = [(rel, size) for rel, size in files_by_partition[part] if rel not in excluded]
         candidates += _partition_groups(part, files, options)
-    groups, total = [], 0
+    groups: List[ClusterGroup] = []
+    total = 0
     for g in candidates:
         if len(groups) == options.max_groups:
             break

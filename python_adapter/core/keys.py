@@ -72,7 +72,8 @@ def summarize_keys(rows: Iterable[Sequence[Any]], shape: KeyRowShape) -> Optiona
     then the columns a key is unique within, then its partition values as texts. None
     when a key is null or appears twice: the Spark check then names the error or dedupes.
     Only for types whose Python values compare and hash as Spark's do."""
-    seen, parts = set(), {}
+    seen: set = set()
+    parts: Dict[Tuple[Optional[str], ...], Tuple[Any, Any]] = {}
     overall = None
     for row in rows:
         if any(v is None for v in row[:shape.keys]):

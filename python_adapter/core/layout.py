@@ -1,7 +1,7 @@
 """File-layout statistics of a table: pure functions over a list of files."""
 import statistics
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 from python_adapter.core.sizes import count_of, format_size, parse_size
 from python_adapter.errors import ConfigError
@@ -74,7 +74,7 @@ def layout_limits_text(layout: Layout, small_file_limit: Optional[Union[int, flo
 
 
 def by_partition(layout: Layout) -> Dict[str, List[LayoutFile]]:
-    parts = {}
+    parts: Dict[str, List[LayoutFile]] = {}
     for f in layout.files:
         parts.setdefault(f.partition, []).append(f)
     return dict(sorted(parts.items()))
@@ -92,7 +92,7 @@ def layout_rows(layout: Layout, small_file_limit: Optional[Union[int, float, str
             part or "(unpartitioned)", st["files"], sum(max(f.rows, 0) for f in files),
             sum(sizes), st["min"], int(st["median"]), st["max"],
             sum(1 for s in sizes if small is not None and s < small),
-            f"{format_size(sum(sizes), _target)} in {count_of(st['files'], 'file')} "
+            f"{format_size(sum(sizes), _target)} in {count_of(cast(int, st['files']), 'file')} "
             f"({format_size(st['min'], _target)} .. {format_size(st['max'], _target)})",
         ])
     return rows

@@ -6,7 +6,7 @@ key k_i with pmod(hash(k_i), n) == i. Pure Python port of Spark's Murmur3_x86_32
 (and hashInt, the hash of an int or date column), checked against Spark's own `hash()` in the
 tests.
 """
-from typing import Hashable, List, Sequence, Tuple
+from typing import Dict, Hashable, List, Optional, Sequence, Set, Tuple, cast
 
 _C1, _C2, _MASK = 0xCC9E2D51, 0x1B873593, 0xFFFFFFFF
 SPARK_HASH_SEED = 42
@@ -59,7 +59,7 @@ def spark_hash_int(value: int, seed: int = SPARK_HASH_SEED) -> int:
 
 def routing_keys(num_partitions: int) -> List[int]:
     """[k_0, ..., k_{n-1}]: the smallest bigint k_i >= 0 with pmod(hash(k_i), n) == i."""
-    keys = [None] * num_partitions
+    keys: List[Optional[int]] = [None] * num_partitions
     missing = num_partitions
     candidate = 0
     while missing:
@@ -68,7 +68,7 @@ def routing_keys(num_partitions: int) -> List[int]:
             keys[slot] = candidate
             missing -= 1
         candidate += 1
-    return keys
+    return cast(List[int], keys)  # the loop ends when no slot is left None
 
 
 def assign_tasks(files: Sequence[Tuple[Hashable, float]],
@@ -83,12 +83,12 @@ def assign_tasks(files: Sequence[Tuple[Hashable, float]],
     """
     if not files:
         return [], 0
-    per_partition = {}
+    per_partition: Dict[Hashable, int] = {}
     for part, _ in files:
         per_partition[part] = per_partition.get(part, 0) + 1
     n = max(max(per_partition.values()), min(max(min_tasks, 1), len(files)))
     load = [0.0] * n
-    holds = [set() for _ in range(n)]
+    holds: List[Set[Hashable]] = [set() for _ in range(n)]
     task_of = [0] * len(files)
     for i in sorted(range(len(files)), key=lambda i: (-files[i][1], i)):
         part, weight = files[i]

@@ -1,7 +1,7 @@
 """Human byte sizes: parse '128MB' / '1GiB' / 1048576 and format bytes back."""
 import math
 import re
-from typing import Optional, Union
+from typing import Optional, Union, cast
 
 _UNITS = {
     "": 1, "b": 1,
@@ -45,7 +45,8 @@ def parse_size(value: Union[int, float, str], key: str = "size") -> int:
 def binary_units(size: Optional[int]) -> bool:
     """Whether a size the user wrote is in binary units: a whole number of KiB that is not a
     whole number of KB ('1GiB', '256KiB', 1048576), as opposed to '128MB' or '256KB'."""
-    return bool(size) and size % 1024 == 0 and size % 1000 != 0
+    whole = cast(int, size)  # bool(size) rules None out first; mypy does not narrow through bool()
+    return bool(size) and whole % 1024 == 0 and whole % 1000 != 0
 
 
 def format_size(num_bytes: Optional[float], like: Optional[int] = None) -> str:

@@ -10,9 +10,9 @@ of [0, 1) of a hash of the key, so the executing side routes a row by its hash a
 """
 import os
 from dataclasses import dataclass
-from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
 
-from python_adapter.core.binpack import Sizing, plan_partition_write, summarize
+from python_adapter.core.binpack import PartitionWritePlan, Sizing, plan_partition_write, summarize
 from python_adapter.core.partitions import check_partition_texts, partition_path
 
 Texts = Tuple[Optional[str], ...]  # partition values as the texts Spark names directories by
@@ -65,7 +65,9 @@ class UpsertPlan:
 
 def _counts(groups: Iterable[TagGroup], pcols):
     """(partition texts by path, rows updated or deleted per file, inserts per partition)."""
-    values_of, updates_by_file, inserts_by_part = {}, {}, {}
+    values_of: Dict[str, Texts] = {}
+    updates_by_file: Dict[str, int] = {}
+    inserts_by_part: Dict[str, int] = {}
     for g in groups:
         if g.file is not None:
             updates_by_file[g.file] = updates_by_file.get(g.file, 0) + g.rows
@@ -92,18 +94,20 @@ def plan_upsert(groups: Iterable[TagGroup], file_bytes: Mapping[str, int],
     check_partition_texts(pcols, (g.values for g in groups))
     file_bytes = bytes_left(file_bytes, file_rows or {}, groups)
     values_of, updates_by_file, inserts_by_part = _counts(groups, pcols)
-    files_of = {}
+    files_of: Dict[str, List[Tuple[str, int]]] = {}
     for rel, size in file_bytes.items():
         files_of.setdefault(os.path.dirname(rel), []).append((rel, size))
-    plans = {}
+    plans: Dict[str, PartitionWritePlan] = {}
     for part in sorted(set(inserts_by_part) | {os.path.dirname(f) for f in updates_by_file}):
         upd = {f: c for f, c in updates_by_file.items() if os.path.dirname(f) == part}
         plans[part] = plan_partition_write(sorted(files_of.get(part, [])), upd,
                                            inserts_by_part.get(part, 0), sizing, excluded=excluded)
-    slots = []
+    slots: List[Slot] = []
     for part, plan in plans.items():
         for rw in plan.rewrites:
-            slots.append(Slot(len(slots), part, values_of[part], rw.file_id, rw.inserts, rw.updates))
+            # file ids here are the rel paths of files_of
+            file = cast(str, rw.file_id)
+            slots.append(Slot(len(slots), part, values_of[part], file, rw.inserts, rw.updates))
         for count in plan.new_files:
             slots.append(Slot(len(slots), part, values_of[part], None, count))
     weights = {s.slot: (s.partition, (file_bytes[s.file] if s.file else 0)
@@ -121,7 +125,8 @@ def bytes_left(file_bytes: Mapping[str, int], file_rows: Mapping[str, int],
     are refilled as a fresh build fills files. Rows that stay in the file (updates) are
     counted back, at most up to the file's rows: an update in place leaves the size as it
     is, and one whose old row a microbatch window deleted brings a row back."""
-    leaving, staying = {}, {}
+    leaving: Dict[str, int] = {}
+    staying: Dict[str, int] = {}
     for g in groups:
         if g.file is None:
             continue

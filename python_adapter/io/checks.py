@@ -24,6 +24,7 @@ def java_command(env: Mapping[str, str]) -> Tuple[str, Optional[str]]:
     """(where, path) of the java pyspark starts Spark with: Spark's launcher (bin/spark-class)
     runs $JAVA_HOME/bin/java when JAVA_HOME is set, else `java` on the PATH. path is None
     when there is none; `where` says which and how it was found."""
+    java: Optional[str]  # JAVA_HOME's, else the PATH's (None: none there)
     if env.get("JAVA_HOME"):
         java = os.path.join(env["JAVA_HOME"], "bin", "java")
         if os.access(java, os.X_OK):

@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 import traceback
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, cast
 
 from python_adapter.io.fast_local_fs import embedded_confs
 from python_adapter.io.jvm_startup import (CLAIM_MINUTES, JAVA_OPTIONS, QUIET_CDS, RETRY_HOURS,
@@ -109,7 +109,8 @@ def write_archive(key: Mapping[str, str], written: str) -> bool:
         for name, value in session_confs(key, written, home).items():
             builder = builder.config(name, value)
         spark = builder.enableHiveSupport().getOrCreate()
-        jvm = spark.sparkContext._gateway.proc
+        # pyspark types the gateway Optional; a session started here has one
+        jvm = cast(Any, spark.sparkContext._gateway).proc
         try:
             spark.sparkContext.setLogLevel("ERROR")
             representative_work(spark, home)

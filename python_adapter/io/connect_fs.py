@@ -101,13 +101,14 @@ class ConnectFS:
         the crash tests' fault injection (SIZED_SPARK_FAULT set) the pairs go one request
         each, with after_each (a fault point) run after each, so a test can kill the client
         between two renames; otherwise after_each runs once per pair after the request."""
-        pairs = [list(p) for p in pairs]
+        pairs = [list(p) for p in pairs]  # type: ignore[misc]  # lists: the request's JSON arrays
         if not pairs:
             return
         one_by_one = after_each is not None and bool(os.environ.get("SIZED_SPARK_FAULT"))
         for batch in ([[p] for p in pairs] if one_by_one else [pairs]):
             self._fenced("rename_many", batch[0][0], pairs=batch)
             if one_by_one:
+                assert after_each is not None  # one_by_one implies it
                 after_each()
         if after_each is not None and not one_by_one:
             for _ in pairs:

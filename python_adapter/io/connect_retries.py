@@ -22,7 +22,7 @@ import functools
 import os
 import time
 import warnings
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple, cast
 
 from python_adapter.core.checks import (ConnectBound, grpc_cause, server_gone_message,
                                         session_ended_message)
@@ -148,9 +148,10 @@ def _unanswered_policy():
             self._retried = 0
 
         def next_attempt(self, exception=None) -> Optional[int]:
-            bound = self.policy.sized_bound
+            policy = cast("ServerUnanswered", self.policy)  # the only policy making a SlotState
+            bound = policy.sized_bound
             if self._retried >= bound.retries:
-                self.policy.gave_up = True
+                policy.gave_up = True
                 return None
             self._retried += 1
             slot = self._started + self._retried * bound.timeout_s

@@ -273,7 +273,7 @@ def _fast_fs_confs(confs, env):
     return with_jar(confs, jar), None, jar
 
 
-_jar_in = {}  # id of a py4j JVM view -> whether that JVM can load HELPER_CLASS
+_jar_in: Dict[int, bool] = {}  # id of a py4j JVM view -> whether that JVM can load HELPER_CLASS
 
 
 def jar_loaded(jvm: Any) -> bool:

@@ -13,7 +13,8 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Set, Tuple,
+                    cast)
 
 if TYPE_CHECKING:  # a hint only: the table layer's tests import this module without Spark
     from pyspark.sql import SparkSession
@@ -41,7 +42,8 @@ class FileStatus:
 
 class HadoopFS:
     def __init__(self, spark: "SparkSession") -> None:
-        self._jvm = spark.sparkContext._jvm
+        # py4j's JVM view (untyped); pyspark types it Optional, but a live session has one
+        self._jvm = cast(Any, spark.sparkContext._jvm)
         self._conf = spark.sparkContext._jsc.hadoopConfiguration()
         # Resolving a class through py4j's package lookup costs several calls: do it once.
         self._path_class = self._jvm.org.apache.hadoop.fs.Path
@@ -65,7 +67,7 @@ class HadoopFS:
         """Those of `paths` that exist, from one listing of each of their parent directories
         instead of a call per path (a rollback decides its moves from two paths a file:
         through py4j that was ~1 ms each, seconds for a few hundred files)."""
-        found = set()
+        found: Set[str] = set()
         for parent, named in by_parent(paths).items():
             listed = {st.name for st in self.list_dir(parent)}
             found.update(path for name, path in named if name in listed)
@@ -194,7 +196,7 @@ class HadoopFS:
             parent = dst.rstrip("/").rsplit("/", 1)[0]
             local = (local_path(src), local_path(dst))
             if None not in local:
-                rename_local(*local, make_parent=parent not in made)
+                rename_local(*cast(Tuple[str, str], local), make_parent=parent not in made)
             else:
                 jsrc, jdst = self._path(src), self._path(dst)
                 if fs is None:
@@ -333,7 +335,7 @@ _REFUSED_PATH = re.compile(
     r"|rename refused: (\S+) ->")
 
 
-def filesystem_refusal(exc: BaseException) -> Optional[Refusal]:
+def filesystem_refusal(exc: Optional[BaseException]) -> Optional[Refusal]:
     """The filesystem's refusal behind an error (an OSError, or a Java IOException through
     py4j, Spark or a Connect server: read-only, full, over quota, permission denied), or
     None when it is no such error. The chain of causes is searched, and the text of each."""

@@ -6,7 +6,7 @@ ConnectCatalog (connect_catalog.py) makes the same calls in a Connect server; ca
 import json
 import re
 from functools import cached_property
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, cast
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
@@ -32,7 +32,8 @@ class SessionCatalog:
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
-        self.jvm = spark._jvm
+        # py4j's JVM view (untyped); pyspark types it Optional, but a session with a JVM has one
+        self.jvm = cast(Any, spark._jvm)
 
     @cached_property
     def catalog(self) -> Any:

@@ -2,7 +2,7 @@
 an SVG <title> element. Pure: numbers from report.data in, markup out."""
 import math
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import List, Sequence, Tuple, cast
 
 from python_adapter.core.sizes import count_of, format_count, format_size
 from python_adapter.report.data import (OVERSIZE_RATIO, FileGroup, Limits, SizeBin,
@@ -137,7 +137,8 @@ def histogram_svg(bins: Sequence[SizeBin], counts: Sequence[int], limits: Limits
     f = HISTOGRAM
     over = bins[-1].hi is None
     over_w, gap = (f.plot_width * 0.07, 14) if over else (0, 0)
-    axis = _SizeAxis(f, bins[-2].hi if over else bins[-1].hi, over_w, gap)
+    # only the last bin is open-ended (hi None)
+    axis = _SizeAxis(f, cast(float, bins[-2].hi if over else bins[-1].hi), over_w, gap)
     ymax, step = nice_max(max(counts) if counts else 0)
     p = [_svg_open(f.width, f.height, "file size histogram"), *_y_axis(f, ymax, step)]
     for b, c in zip(bins, counts):
@@ -417,7 +418,7 @@ def _instant_labels(s, points) -> List[str]:
     n = len(points)
     notable = [i for i, pt in enumerate(points) if pt.action != "commit"
                or pt.operation == "full_refresh" or i == n - 1]
-    placed = []
+    placed: List[int] = []
     seen = set(notable)
     for i in notable + [i for i in range(n) if i not in seen]:
         if all(abs(s.x(i) - s.x(j)) >= 24 for j in placed):

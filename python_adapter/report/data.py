@@ -7,7 +7,7 @@ added, removed, extra); this layer reads them and never imports the table layer.
 import bisect
 import statistics
 from dataclasses import dataclass
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, cast
 
 from python_adapter.core.layout import Layout, LayoutFile, by_partition
 from python_adapter.core.sizes import format_size
@@ -42,11 +42,13 @@ def resolve_limits(layout: Layout, instants: Sequence = ()) -> Limits:
 
 def is_small(size: int, small_file_limit: Optional[int]) -> bool:
     """Below the limit; a limit of 0 (packing off) or None makes no file small."""
-    return bool(small_file_limit) and size < small_file_limit
+    # bool() rules None out first; mypy does not narrow through bool()
+    return bool(small_file_limit) and size < cast(int, small_file_limit)
 
 
 def is_oversized(size: int, target_file_size: Optional[int]) -> bool:
-    return bool(target_file_size) and size > OVERSIZE_RATIO * target_file_size
+    # bool() rules None out first; mypy does not narrow through bool()
+    return bool(target_file_size) and size > OVERSIZE_RATIO * cast(int, target_file_size)
 
 
 # -- the files as they are -------------------------------------------------------------------
@@ -171,7 +173,7 @@ def replay_timeline(instants: Sequence, small_file_limit: Optional[int] = None
                     ) -> List[TimelinePoint]:
     """Replay the completed instants in order (a full build starts over from its adds) and
     return one TimelinePoint per instant: files, files below small_file_limit, bytes."""
-    files = {}
+    files: Dict[str, int] = {}
     points = []
     for inst in sorted(instants, key=lambda i: i.instant):
         if inst.state != "completed":
@@ -261,7 +263,7 @@ def range_overlaps(intervals: Sequence) -> List[Optional[int]]:
     try:
         los = sorted(lo for lo, _ in known)
         his = sorted(hi for _, hi in known)
-        out = []
+        out: List[Optional[int]] = []
         for iv in intervals:
             lo, hi = iv or (None, None)
             if lo is None or hi is None:

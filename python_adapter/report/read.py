@@ -32,7 +32,7 @@ def write_report(spark: SparkSession, table_ref: Union[TableRef, str], path: str
     return target
 
 
-def _table_ref(name):
+def _table_ref(name: str) -> TableRef:
     # a caller outside dbt names the table as text: 'schema.table'
     schema, _, identifier = name.partition(".")
     if not identifier:

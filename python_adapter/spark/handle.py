@@ -8,7 +8,7 @@ description is read again only when it may have changed since: recovery rolled a
 back, or the timeline holds a completed instant it did not hold when the table was opened
 (another writer committed meanwhile, perhaps a new definition)."""
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Dict, FrozenSet, Iterable, Optional
+from typing import Any, Callable, Collection, Dict, FrozenSet, Iterable, Optional, cast
 
 from pyspark.sql import SparkSession
 
@@ -104,7 +104,7 @@ class Locked:
 
     @property
     def info(self) -> TableInfo:
-        return self.table.info
+        return cast(TableInfo, self.table.info)  # a locked table exists: it has a description
 
     @property
     def spark(self) -> SparkSession:

@@ -4,7 +4,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Callable, Iterator, List, Optional, Sequence, cast
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -140,7 +140,7 @@ class WriteJob:
 
     @property
     def proto(self) -> CommitProtocol:
-        return self.locked.proto
+        return cast(Locked, self.locked).proto  # read once the write holds the lock
 
     def read_schema(self) -> StructType:
         """The table's schema for reading its files: the one its description gave under the
@@ -292,4 +292,4 @@ def worth_caching(df: DataFrame) -> bool:
     non-deterministic one (rand(), uuid()), so the counts the plan is made from are the
     rows that get written."""
     stats = plan_stats(df, executed=True)
-    return not stats.deterministic or "Exchange" in stats.executed
+    return not stats.deterministic or "Exchange" in cast(str, stats.executed)  # asked for

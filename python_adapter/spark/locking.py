@@ -7,12 +7,12 @@ plans analyzed before the lock (a model that reads its own table), release the l
 An InjectedCrash (a simulated kill) passes through without releasing, like a real crash.
 """
 from contextlib import contextmanager
-from typing import Callable, ContextManager, Iterator, List, Optional, Sequence
+from typing import Callable, ContextManager, Iterator, List, Optional, Sequence, cast
 
 from pyspark.sql import SparkSession
 
 from python_adapter.core.sizes import count_of
-from python_adapter.spark.catalog.tables import (TableRef, refresh_relation_in_place,
+from python_adapter.spark.catalog.tables import (TableInfo, TableRef, refresh_relation_in_place,
                                           registered_partitions, require_parquet)
 from python_adapter.spark.handle import Locked, TableHandle, open_table
 from python_adapter.spark.table_files import table_file_stats
@@ -72,7 +72,8 @@ def locked(table: TableHandle, operation: str, lock: LockOptions = LockOptions()
     unfinished instants rolled back, its description current, a table this adapter never
     committed to adopted. Every operation that changes the table then makes its
     transaction on the Locked yielded (Locked.transaction)."""
-    require_parquet(table.info, table.ref, operation)
+    # an existing table's handle (open_table): it has a description
+    require_parquet(cast(TableInfo, table.info), table.ref, operation)
     with locked_locations(table, operation, [table.location], lock=lock) as protos:
         known = table.info
         table.info = table.info_under_lock(protos) or known

@@ -1,7 +1,7 @@
 """Spark session settings changed for the duration of one read or write."""
 import threading
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, Mapping
+from typing import Any, Dict, Iterator, Mapping, Tuple, cast
 
 from pyspark.sql import SparkSession
 
@@ -10,7 +10,8 @@ from python_adapter.spark.catalog.tables import TableRef, drop_cached_relation
 
 
 _lock = threading.Lock()
-_held = {}  # (session, key) -> [blocks holding it, value before the first]
+# (session, key) -> [blocks holding it, value before the first]
+_held: Dict[Tuple[int, str], list] = {}
 # id of a session writes run on (own_session) -> [the writes on it, {key raised: value
 # before} on the caller's own session (over Connect), None on a copy]
 _own: Dict[int, list] = {}
@@ -53,10 +54,11 @@ def shuffle_conf(spark: SparkSession, nbytes: int) -> Dict[str, Any]:
     batch's key check took about twice as long, measured when this was chosen). A
     query that fits one partition also runs without AQE, as one job instead of one per
     stage: there is nothing left for AQE to coalesce, split or switch to a broadcast."""
-    current = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    # Spark has a default for it: never None
+    current = int(cast(str, spark.conf.get("spark.sql.shuffle.partitions")))
     per = conf_bytes(spark, "spark.sql.adaptive.advisoryPartitionSizeInBytes", "64MB")
     n = max(1, min(current, -(-int(nbytes) // max(per, 1))))
-    settings = {"spark.sql.shuffle.partitions": n}
+    settings: Dict[str, Any] = {"spark.sql.shuffle.partitions": n}
     if n == 1:
         settings["spark.sql.adaptive.enabled"] = "false"
     return settings
@@ -100,7 +102,7 @@ def own_session(spark: SparkSession, schema: str, table: str) -> Iterator[SparkS
     running beside a write on another dbt thread at most runs with its settings."""
     copy = session_copy(spark)
     shared = copy is None
-    own = spark if shared else copy
+    own = cast(SparkSession, spark if shared else copy)  # shared: copy is None
     with _lock:  # a copy is dropped after the write: nothing to put back on it
         _own.setdefault(id(own), [0, {} if shared else None])[0] += 1
     try:

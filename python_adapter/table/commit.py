@@ -21,6 +21,10 @@ from python_adapter.table.timeline import (FileEntry, Instant, Timeline, legacy_
 
 
 class CommitProtocol:
+    # the instants recovery rolled back, set by spark/locking.py's locked_locations once it
+    # ran under the lock (a hint only: the class sets no value)
+    rolled_back: List[Instant]
+
     def __init__(self, fs: FileSystem, table_location: str, log: Callable[[str], None] = print,
                  meta_dir: Optional[str] = None) -> None:
         self.fs = fs

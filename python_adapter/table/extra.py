@@ -7,7 +7,7 @@ as absent. Keys whose value is text or a "true" flag stay constants beside their
 (timeline.DEFINES_TABLE, plans.SCHEDULED, ...).
 """
 from dataclasses import dataclass
-from typing import Callable, Dict, Generic, List, Mapping, Optional, TypeVar
+from typing import Callable, Dict, Generic, List, Mapping, Optional, TypeVar, overload
 
 V = TypeVar("V")
 
@@ -17,6 +17,12 @@ class ExtraKey(Generic[V]):
     name: str
     parse: Callable[[str], V]
     text: Callable[[V], str]
+
+    @overload
+    def get(self, extra: Mapping[str, str]) -> Optional[V]: ...
+
+    @overload
+    def get(self, extra: Mapping[str, str], default: V) -> V: ...
 
     def get(self, extra: Mapping[str, str], default: Optional[V] = None) -> Optional[V]:
         """The value `extra` holds under this key, `default` when absent or unreadable."""

@@ -11,10 +11,11 @@ from BaseException so no `except Exception` treats it as an ordinary failure).
 """
 import os
 import time
-from typing import Callable, Optional
+from typing import Callable, Dict, Optional
 
-_hits = {}
-_hooks = {}  # point -> callable run there (tests that make another writer act at that moment)
+_hits: Dict[str, int] = {}
+# point -> callable run there (tests that make another writer act at that moment)
+_hooks: Dict[str, Callable[[], None]] = {}
 
 
 class InjectedCrash(BaseException):
@@ -49,8 +50,8 @@ def fault_point(name: str) -> None:
         import threading
 
         delay = float(mode.split(":", 1)[1])
-        threading.Thread(target=lambda: (time.sleep(delay), os._exit(137)), daemon=True,
-                         name="sized-fault-exit").start()
+        threading.Thread(target=lambda: (time.sleep(delay), os._exit(137)),  # type: ignore[func-returns-value]  # the tuple only sequences the calls
+                         daemon=True, name="sized-fault-exit").start()
         return
     if mode == "pause":
         with open(os.environ["SIZED_SPARK_FAULT_MARKER"], "w") as marker:

@@ -16,12 +16,17 @@ PLAN_GROUPS = "plan_groups"     # ... and the groups it committed, comma-separat
 
 
 class PlannedGroup(Protocol):
-    """A group as core's planners give it (core/clustering, core/compaction)."""
-    group_id: str
-    output_files: int
-    files: Sequence[Tuple[str, int]]   # (rel path, bytes)
+    """A group as core's planners give it (core/clustering, core/compaction). Read-only
+    (properties), as the planners' frozen dataclasses are."""
 
+    @property
+    def group_id(self) -> str: ...
 
+    @property
+    def output_files(self) -> int: ...
+
+    @property
+    def files(self) -> Sequence[Tuple[str, int]]: ...   # (rel path, bytes)
 
 
 def schedule_plan(proto: CommitProtocol, operation: str, partition_columns: Iterable[str],

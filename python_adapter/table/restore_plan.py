@@ -12,7 +12,7 @@ the set-aside files of instants past retention) and no instant after T defined t
 again (a restore does not bring back another definition's columns or location).
 """
 from dataclasses import dataclass, replace
-from typing import Callable, Dict, Iterator, List, Mapping, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Mapping, Sequence, Tuple, cast
 
 from python_adapter.table.timeline import (ARCHIVED, DEFINES_TABLE, FileEntry, Instant,
                                            files_added, files_removed)
@@ -47,7 +47,8 @@ def _walk_back(history: Sequence[Instant], current: Mapping[str, FileEntry]
                ) -> Iterator[_Step]:
     """One _Step per completed instant of `history` (every instant, oldest first, with its
     file lists where kept), newest first."""
-    step = _Step(None, dict(current), {}, "")
+    # the loop sets step.instant before each yield: no step is seen with None
+    step = _Step(cast(Instant, None), dict(current), {}, "")
     for inst in reversed([i for i in history if i.state == "completed"]):
         step.instant = inst
         yield step

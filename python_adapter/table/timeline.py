@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import (Any, Collection, Dict, Iterable, Iterator, List, Mapping, Optional,
-                    Sequence, Tuple)
+                    Sequence, Set, Tuple)
 
 import fastavro
 
@@ -392,15 +392,17 @@ class Timeline:
         self.dir = f"{self.meta_dir}/timeline"
         # A write reads the timeline several times (recovery, bytes per row, file index);
         # an instant file is decoded once per (name, size, modification time).
-        self._decoded = {}
+        self._decoded: Dict[Tuple[str, int, int], Instant] = {}
         # While this process holds the table's writer lock nobody else changes the timeline,
         # so its listing is kept: the instants this object writes join it, and a deletion
         # (a rollback) drops it.
         self._hold = False
-        self._listing = None
-        self._own = {}  # file name -> Instant this object wrote while the listing was kept
-        self._archive_listing = None
-        self._unreadable = set()  # names of later-state files of unfinished instants: garbage
+        self._listing: Optional[List[FileStatus]] = None
+        # file name -> Instant this object wrote while the listing was kept
+        self._own: Dict[str, Instant] = {}
+        self._archive_listing: Optional[List[FileStatus]] = None
+        # names of later-state files of unfinished instants: garbage
+        self._unreadable: Set[str] = set()
         self.set_aside: List[str] = []  # unreadable completed files moved to the quarantine
 
     def hold(self, held: bool) -> None:
@@ -509,7 +511,7 @@ class Timeline:
         return f"{self.meta_dir}/{QUARANTINE}"
 
     def _unreadable_record(self, states: Mapping[str, Tuple[str, FileStatus]],
-                           st: FileStatus, exc: "_Corrupt") -> None:
+                           st: FileStatus, exc: "_Corrupt") -> Optional[Instant]:
         """An unreadable file recording what the table holds: refused, naming it and the ways
         on, unless this thread sets such files aside under the writer lock
         (setting_aside_unreadable); then the instant's files move to the quarantine, and the

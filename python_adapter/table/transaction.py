@@ -25,8 +25,8 @@ InjectedCrash (a simulated kill) passes through untouched, as a real crash leave
 for the next writer's recovery.
 """
 from dataclasses import dataclass, field
-from typing import (Any, Callable, Collection, Dict, Iterable, Mapping, Optional, Protocol,
-                    Tuple)
+from typing import (AbstractSet, Any, Callable, Collection, Dict, Iterable, List, Mapping,
+                    Optional, Protocol, Set, Tuple)
 
 from python_adapter.core.notice import Notice
 from python_adapter.errors import LockLostError
@@ -53,13 +53,15 @@ class CatalogChange:
     table_current: bool = False
 
     @staticmethod
-    def of(index: Mapping[str, FileEntry], changed: set, registered: set = frozenset(),
+    def of(index: Mapping[str, FileEntry], changed: set,
+           registered: AbstractSet[str] = frozenset(),
            before: Optional[Mapping[str, FileEntry]] = None) -> "CatalogChange":
         """The change to `changed` partitions, `index` being the table's files after it;
         `before`, the files before it, when the metastore's statistics are those of
         `before` (every commit writes them, but an adoption defers them)."""
         stats, table = partition_stats(index, changed), file_stats(index.values())
-        current, table_current = frozenset(), False
+        current: frozenset = frozenset()
+        table_current = False
         if before is not None:
             earlier = partition_stats(before, set(changed) & set(registered))
             current = frozenset(p for p, s in earlier.items() if stats.get(p) == s)
@@ -107,8 +109,9 @@ class Transaction:
         self._request = (operation, tuple(partition_columns), options.action,
                          dict(options.extra))
         self.instant = options.planned
-        self.added, self.removed = [], []
-        self.in_place = set()
+        self.added: List[FileEntry] = []
+        self.removed: List[FileEntry] = []
+        self.in_place: Set[str] = set()
         self.registered = set(options.registered)
         self.define = options.define
         self._completed_extra: Dict[str, str] = {}
@@ -116,10 +119,12 @@ class Transaction:
 
     @property
     def id(self) -> str:
+        assert self.instant is not None, "read inside the with block (__enter__ sets it)"
         return self.instant.instant
 
     @property
     def extra(self) -> dict:
+        assert self.instant is not None, "read inside the with block (__enter__ sets it)"
         return self.instant.extra
 
     def add(self, entries: Iterable[FileEntry]) -> None:
@@ -153,6 +158,7 @@ class Transaction:
 
     def _commit(self) -> Callable[[], None]:
         """Up to the completed instant; returns the catalog's statistics step."""
+        assert self.instant is not None, "__enter__ set it"
         try:
             inflight = self.proto.mark_inflight(self.instant, self.added, self.removed,
                                                 in_place=self.in_place)
@@ -177,6 +183,7 @@ class Transaction:
         """The statistics, then cleanup, whose deletion of the inflight file says it is
         done. Statistics that fail to be written leave it there: the next writer's recovery
         writes them."""
+        assert self.done is not None, "settled only once _commit completed the instant"
         fault_point("settling")
         try:
             write_stats()
@@ -206,6 +213,7 @@ class Transaction:
 
     def _abort(self) -> None:
         """Undo now rather than leave it to the next writer's recovery."""
+        assert self.instant is not None, "__enter__ set it"
         self.proto.abort(self.instant)
         try:
             index = self.proto.timeline.file_index()

@@ -10,6 +10,7 @@ materialization calls it first, before hooks or any SQL run.
 """
 import os
 import re
+from typing import Any, Dict, cast
 
 from dbt.adapters.contracts.connection import ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -92,7 +93,7 @@ class SizedSparkConnectionManager(SparkConnectionManager):
         return SparkSession.builder.getOrCreate()
 
 
-_CONNECT_SESSIONS = {}  # {sc:// URL: the Spark Connect session of this process}
+_CONNECT_SESSIONS: Dict[str, Any] = {}  # {sc:// URL: the Spark Connect session of this process}
 
 
 def connect_bound(creds) -> ConnectBound:
@@ -192,7 +193,8 @@ def reads_only(sql: str) -> bool:
     """Whether a statement only reads (its first keyword, after dbt's query comment)."""
     body = _LEADING_COMMENTS.sub("", sql or "", count=1).lstrip("(")
     match = re.match(r"[A-Za-z]+", body)
-    return bool(match) and match.group(0).lower() in _READS
+    # bool() rules None out first; mypy does not narrow through bool()
+    return bool(match) and cast("re.Match[str]", match).group(0).lower() in _READS
 
 
 def settled(log) -> None:

@@ -48,7 +48,7 @@ SESSION_SETTINGS = (
 
 @dataclass
 class SizedSparkCredentials(SparkCredentials):
-    method: SizedSparkConnectionMethod = None  # type: ignore
+    method: SizedSparkConnectionMethod = None  # type: ignore[assignment]  # the profile sets it; the enum adds connect
 
     def __post_init__(self) -> None:
         if self.method == SizedSparkConnectionMethod.CONNECT:
@@ -82,7 +82,7 @@ class SizedSparkCredentials(SparkCredentials):
 
     @property
     def unique_field(self) -> str:
-        return self.host  # type: ignore
+        return self.host  # type: ignore[return-value]  # as dbt-spark's: host is Optional
 
 
 def check_connect_bound(timeout, retries) -> None:

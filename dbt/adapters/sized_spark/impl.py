@@ -8,7 +8,7 @@ the engine's message; anything else is a bug and is raised as it is.
 import contextlib
 import dataclasses
 import functools
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Type, cast
 
 import agate
 from dbt.adapters.base import available
@@ -105,16 +105,16 @@ def _response(result: Dict[str, Any]) -> SizedAdapterResponse:
         instant=result["instant"], route=result["route"])
 
 
-def _adapter_config_class() -> type:
+def _adapter_config_class() -> Type[SparkConfig]:
     """dbt-spark's SparkConfig with the engine's own model keys (api.MODEL_KEYS, those
     neither dbt's nor dbt-spark's nor set by our macros), declared to dbt as the adapter's
     config as dbt-spark declares SparkConfig: each takes the value the innermost config
     gives it (dbt's default merge), as before; the keys are declared once, in MODEL_KEYS."""
     taken = {f.name for f in dataclasses.fields(SparkConfig)}
     ours = [k.name for k in api.MODEL_KEYS if not (k.dbt or k.internal or k.name in taken)]
-    return dataclasses.make_dataclass(
+    return cast(Type[SparkConfig], dataclasses.make_dataclass(
         "SizedSparkConfig", [(name, Optional[Any], dataclasses.field(default=None))
-                             for name in ours], bases=(SparkConfig,))
+                             for name in ours], bases=(SparkConfig,)))
 
 
 SizedSparkConfig = _adapter_config_class()
@@ -134,8 +134,10 @@ def _dbt_config_keys() -> frozenset:
 
 
 class SizedSparkAdapter(SparkAdapter):
-    ConnectionManager = SizedSparkConnectionManager  # type: ignore[assignment]
-    AdapterSpecificConfigs = SizedSparkConfig  # type: ignore[assignment]  # SparkConfig's subclass
+    ConnectionManager = SizedSparkConnectionManager
+    # BaseAdapter.__init__ makes it from ConnectionManager (a hint only: no value here)
+    connections: SizedSparkConnectionManager
+    AdapterSpecificConfigs = SizedSparkConfig
 
     @classmethod
     def type(cls) -> str:

@@ -2,7 +2,7 @@
 registered (with their statistics) or dropped before it completes, the statistics of the
 others and of the table written when it settles (or by recovery, after a crash); after a
 rollback, the definition, partitions and statistics put back."""
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from pyspark.sql import SparkSession
 
@@ -24,7 +24,9 @@ def sync_changed_partitions(spark: SparkSession, fs: FileSystem, location: str, 
     Partitions that held files before the commit (`change.registered`) are in the metastore
     and only get their new statistics: from the step returned, with the table's, once the
     commit has completed (table/settle.py)."""
-    new, changed, gone = {}, {}, []
+    new: Dict[str, Tuple[str, FileStats]] = {}
+    changed: Dict[str, Tuple[str, FileStats]] = {}
+    gone: List[str] = []
     for part in sorted(p for p in change.changed if p):
         path = f"{location.rstrip('/')}/{part}"
         if partition_spec(part) is None:  # the null partition

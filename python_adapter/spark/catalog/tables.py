@@ -2,9 +2,9 @@
 partitions (SparkCatalog: the table layer's CatalogSync)."""
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple, cast
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
 from pyspark.sql import types as T
 
 from python_adapter.io.session_info import case_sensitive
@@ -198,10 +198,11 @@ def table_property(spark: SparkSession, table: TableRef, key: str) -> Optional[s
 def show_create(spark: SparkSession, table: TableRef) -> str:
     """The statement that creates the table as it is now (Spark's SHOW CREATE TABLE; a Hive
     serde table needs AS SERDE), to restore it if a change of its definition is rolled back."""
+    # SHOW CREATE TABLE answers one row (Row | None to mypy: first())
     try:
-        return spark.sql(f"SHOW CREATE TABLE {table.quoted}").first()[0]
+        return cast(Row, spark.sql(f"SHOW CREATE TABLE {table.quoted}").first())[0]
     except Exception:  # AnalysisException: a Hive serde table
-        return spark.sql(f"SHOW CREATE TABLE {table.quoted} AS SERDE").first()[0]
+        return cast(Row, spark.sql(f"SHOW CREATE TABLE {table.quoted} AS SERDE").first())[0]
 
 
 def replay_create(spark: SparkSession, table: TableRef, ddl: str, location: str,
@@ -254,7 +255,8 @@ def partition_spec(rel_dir: str) -> Optional[str]:
     pairs = parse_partition_path(rel_dir)
     if not pairs or any(text is None for _, text in pairs):
         return None
-    return "PARTITION (" + ", ".join(f"`{c}` = {sql_string(t)}" for c, t in pairs) + ")"
+    # no text is None here: the default partition returned above
+    return "PARTITION (" + ", ".join(f"`{c}` = {sql_string(cast(str, t))}" for c, t in pairs) + ")"
 
 
 def restore_definitions(spark: SparkSession, table: TableRef, rolled_back: Sequence[Instant],

@@ -25,7 +25,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from typing import (Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Set,
-                    Tuple, Union)
+                    Tuple, Union, cast)
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -44,7 +44,7 @@ from python_adapter.errors import ConfigError, WriteError
 from python_adapter.spark.write.bloom import recorded_key, write_options
 from python_adapter.spark.catalog.tables import TableRef
 from python_adapter.spark.services.curve_keys import cell_column, with_curve_key
-from python_adapter.spark.job import service_progress
+from python_adapter.spark.job import ServiceProgress, service_progress
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.handle import TableHandle, open_table, partitions_holding
 from python_adapter.spark.locking import locked as lock_table
@@ -216,7 +216,7 @@ def _run_service(table: TableHandle, service: str, schedule, schedule_only: bool
     """A table service's run: schedule (when given) under the writer lock, then execute the
     pending plans under the service lock, each committed under the writer lock (run.batch:
     groups per commit, partial progress; None: one commit per plan)."""
-    log = table.log
+    log = cast(ServiceProgress, table.log)  # both callers open the table with one
     start = log.start  # the run's, as its progress lines count it
     batch = run.batch
     with lock_table(table, service, run.lock) as here:
@@ -328,7 +328,7 @@ def _log_no_groups(locked, service, why) -> None:
 
 
 def _files_by_partition(current) -> Dict[str, list]:
-    by_part = {}
+    by_part: Dict[str, list] = {}
     for f in current:
         by_part.setdefault(f.partition, []).append((f.path, f.bytes))
     return by_part
@@ -440,7 +440,7 @@ def _commit_batch(locked, plan, part: _Batch, staged):
 
 def _written_by_group(spark, fs, staged) -> Dict[Optional[str], List[FileEntry]]:
     """The staged files of each group (None: of no group the job planned)."""
-    out = {}
+    out: Dict[Optional[str], List[FileEntry]] = {}
     for tasks, directory in staged:
         for e in staged_entries(spark, fs, directory):
             out.setdefault(_group_of(tasks, e), []).append(e)
@@ -480,7 +480,9 @@ def _group_of(tasks: Sequence[Mapping[str, str]], entry: FileEntry) -> Optional[
     only = {g for task in tasks for g in task.values()}
     if len(only) == 1:
         return next(iter(only))
-    task = tasks[int(re.match(r"part-(\d+)", entry.path.rsplit("/", 1)[-1]).group(1))]
+    # Spark names each file a task writes part-<task id>-...
+    named = cast("re.Match[str]", re.match(r"part-(\d+)", entry.path.rsplit("/", 1)[-1]))
+    task = tasks[int(named.group(1))]
     return task.get(entry.partition) if len(task) > 1 else next(iter(task.values()))
 
 
@@ -495,7 +497,7 @@ def _jobs(spark, plan, groups) -> List[_Job]:
     group gives exactly its files."""
     outputs = {g: output_files(g).get(plan.extra, 1) for g in groups}
     part = {g: files[0].partition for g, files in groups.items()}
-    if STRATEGY.get(plan.extra) == COMPACTION:
+    if STRATEGY.get(plan.extra, COMPACTION) == COMPACTION:
         runs = {g: _runs(files, outputs[g]) for g, files in groups.items()}
         whole = {g: files for g, files in groups.items() if runs[g]}
         cut = {g: files for g, files in groups.items() if not runs[g]}
@@ -522,7 +524,7 @@ def _packed_job(spark, groups, outputs, part, runs) -> _Job:
     """A compaction job: the groups' output files packed into tasks."""
     count, first = pack_outputs([(g, part[g], outputs[g]) for g in groups],
                                 TASKS_PER_CORE * default_parallelism(spark))
-    tasks = [{} for _ in range(count)]
+    tasks: List[Dict[str, str]] = [{} for _ in range(count)]
     for g in groups:
         for k in range(outputs[g]):
             tasks[(first[g] + k) % count][part[g]] = g
@@ -560,7 +562,7 @@ def _write_job(locked, plan, job: _Job, where) -> None:
     """One Spark job writing its groups (their planned files each) into the directory out."""
     which, out = where
     spark, pcols, groups = locked.spark, locked.info.partition_columns, job.groups
-    cluster_by, strategy = CLUSTER_BY.get(plan.extra, []), STRATEGY.get(plan.extra)
+    cluster_by, strategy = CLUSTER_BY.get(plan.extra, []), STRATEGY.get(plan.extra, COMPACTION)
     rel_paths = [f.path for g in groups for f in groups[g]]
     how = f"{strategy} on {', '.join(cluster_by)}" if strategy != "none" else \
         "in file order" + (", whole files per task" if job.runs else "")
@@ -606,8 +608,9 @@ def _write_aligned(locked, job: _Job, schema, where) -> bool:
     through in_file_order)."""
     spark, pcols = locked.spark, locked.info.partition_columns
     out, options = where
-    by_task = [[] for _ in job.tasks]
-    for g, runs in sorted(job.runs.items()):
+    by_task: List[List[str]] = [[] for _ in job.tasks]
+    # only a job with runs is written aligned (the caller's `job.runs and ...`)
+    for g, runs in sorted(cast(Dict[str, List[list]], job.runs).items()):
         for k, run in enumerate(runs):
             by_task[(job.first[g] + k) % len(by_task)] += [f.path for f in run]
     rows = read_per_task(spark, locked.proto.location, schema, by_task, pcols)
@@ -675,7 +678,7 @@ def in_file_order(spark: SparkSession, df: DataFrame, groups: Mapping[str, Seque
     unknown = [p for p, n in rows_of.items() if n < 0]
     if unknown:  # files recorded without a count
         rows_of.update(rows_per_file(spark, location, unknown))
-    cuts = {}
+    cuts: Dict[str, Tuple[int, int, int, int, int]] = {}
     for g in sorted(groups):
         offset, total = 0, max(1, sum(rows_of[f.path] for f in groups[g]))
         for f in groups[g]:

@@ -9,7 +9,7 @@ moves a row to a neighbouring file, it never changes what is written.
 import math
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, cast
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -74,7 +74,8 @@ def cell_column(cell: Cell, curve: CurveKey) -> Column:
     for rank, slabs, size in zip(curve.ranks, table.slabs, table.sizes):
         slab = _lookup(_literal_array(slabs, T.IntegerType()), F.col(rank))
         index = slab if index is None else index * size + slab
-    return _lookup(_literal_array(table.files, T.IntegerType()), index)
+    # a cell table has a slab list per rank, and a curve at least one rank
+    return _lookup(_literal_array(table.files, T.IntegerType()), cast(Column, index))
 
 
 def _cell_by_splits(cell: Cell, ranks: Sequence[str]) -> Column:
@@ -159,7 +160,8 @@ def _literal_array(values: Sequence, data_type: T.DataType) -> Column:
         (s for s in _SEPARATORS if not any(s in t for t in texts)), None)
     if sep is None:
         return F.array(*[F.lit(v) for v in values])
-    return F.split(F.lit(sep.join(texts)), re.escape(sep)).cast(T.ArrayType(data_type))
+    joined = sep.join(cast(List[str], texts))  # a separator is only found among texts
+    return F.split(F.lit(joined), re.escape(sep)).cast(T.ArrayType(data_type))
 
 
 def _texts(values: Sequence, data_type: T.DataType) -> Optional[List[str]]:
@@ -192,7 +194,7 @@ def _morton(ranks: Sequence[str], bits: int) -> Column:
     for i, rank in enumerate(ranks):
         term = F.shiftleft(_lookup(spread, F.col(rank)), k - 1 - i)
         out = term if out is None else out.bitwiseOR(term)
-    return out
+    return cast(Column, out)  # k > 1 ranks: the loop ran
 
 
 def _hilbert_by_tables(df: DataFrame, dims: int, bits: int, steps: Sequence[int]) -> DataFrame:
@@ -200,7 +202,8 @@ def _hilbert_by_tables(df: DataFrame, dims: int, bits: int, steps: Sequence[int]
     of the Morton code and the last state index the step's table (one lookup); the looked-up
     values, one column per step, hold the index's digits. Each step's column is used by the
     next step and by the final key, so Spark keeps the steps as chained projections."""
-    shift, width, looked_up = dims * bits, 0, []
+    looked_up: List[Tuple[str, int, int]] = []
+    shift, width = dims * bits, 0
     for k, levels in enumerate(steps):
         prev, width = width, levels * dims
         shift -= width
@@ -215,7 +218,7 @@ def _hilbert_by_tables(df: DataFrame, dims: int, bits: int, steps: Sequence[int]
     for name, width, at in looked_up:
         part = F.shiftleft(F.col(name).bitwiseAND((1 << width) - 1).cast("long"), at)
         key = part if key is None else key.bitwiseOR(part)
-    return df.withColumn(KEY, key)
+    return df.withColumn(KEY, cast(Column, key))  # one column per step, steps not empty
 
 
 def _hilbert_by_arithmetic(df: DataFrame, dims: int, bits: int) -> DataFrame:

@@ -1,7 +1,7 @@
 """What a table looks like: its files (rows, sizes, ranges of the cluster columns) and its
 timeline, for the layout and timeline operations, the layout test and the report."""
 import time
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union, cast
 from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from python_adapter.core.layout import Layout, LayoutFile
 from python_adapter.core.sizes import format_size
-from python_adapter.spark.catalog.tables import TableRef
+from python_adapter.spark.catalog.tables import TableInfo, TableRef
 from python_adapter.spark.job import resolve_names
 from python_adapter.spark.handle import open_table
 from python_adapter.table.files import current_files
@@ -32,7 +32,8 @@ def read_layout(spark: SparkSession, table: TableRef,
     """Layout of a table's files: rows from the Parquet footers and, per file, the min / max
     of the cluster columns (given, or those of the table's last clustering)."""
     handle = open_table(spark, table, reading=True)
-    info, fs, location = handle.info, handle.fs, handle.location
+    # open_table refuses a table without a description
+    info, fs, location = cast(TableInfo, handle.info), handle.fs, handle.location
     timeline = handle.timeline
     current = current_files(fs, location)
     target, small = _written_with(timeline)

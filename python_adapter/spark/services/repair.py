@@ -14,7 +14,7 @@ Parquet) is set aside (under the instant's replaced directory, kept for the tabl
 retention) and recorded as removed. Nothing else changes.
 """
 from dataclasses import dataclass
-from typing import Callable, Tuple
+from typing import Callable, Tuple, cast
 from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
@@ -24,7 +24,7 @@ from python_adapter.spark.catalog.tables import TableRef
 from python_adapter.spark.locking import locked_table
 from python_adapter.spark.table_files import rows_per_file, unreadable_file
 from python_adapter.table.files import current_files, damaged_files, file_entry
-from python_adapter.table.timeline import setting_aside_unreadable
+from python_adapter.table.timeline import Instant, setting_aside_unreadable
 from python_adapter.table.transaction import TxnOptions
 
 
@@ -131,7 +131,7 @@ def repair_table(spark: SparkSession, table: TableRef,
                 "set_aside": ",".join(set_aside)})) as txn:
             txn.add(added)      # recorded where they are
             txn.remove(removed, in_place=in_place)  # unreadable files are set aside
-        done = txn.done
+        done = cast(Instant, txn.done)  # the transaction completed
     _log_damage(log, damage, proto, done.instant)
     result = RepairResult(done.instant, len(damage.missing),
                           len(damage.readable) + len(damage.unreadable), len(damage.unreadable),

@@ -8,7 +8,7 @@ as long as the cleaner has not deleted them. The restore instant adds those back
 aside the current files that state did not hold; files in both stay.
 """
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, cast
 
 from pyspark.sql import SparkSession
 
@@ -20,6 +20,7 @@ from python_adapter.spark.locking import locked_table
 from python_adapter.table.archive import table_retention
 from python_adapter.table.files import current_files
 from python_adapter.table.restore_plan import RestorePlan, plan_restore, restorable_instants
+from python_adapter.table.timeline import Instant
 from python_adapter.table.transaction import TxnOptions
 
 RESTORED_TO = "restored_to"
@@ -59,10 +60,11 @@ def restore_table(spark: SparkSession, table: TableRef, instant: str,
                 registered=partitions_holding(current.values()))) as txn:
             txn.add(list(plan.back))
             txn.remove(list(plan.gone))
-    log(f"restored {name} to {instant} as {txn.done.instant}: "
+    done = cast(Instant, txn.done)  # the transaction completed
+    log(f"restored {name} to {instant} as {done.instant}: "
         f"{count_of(len(plan.back), 'file')} back, "
         f"{len(plan.gone)} set aside")
-    return txn.done.instant
+    return done.instant
 
 
 def _why(plan: RestorePlan, timeline) -> str:

@@ -2,7 +2,7 @@
 columns, checked by an aggregation the write already runs (the per-partition count of full
 builds, the tag statistics of upserts and inserts): each adds one null count per column
 (core/constraints.py raises). Partition values that would read back as NULL."""
-from typing import Iterable, List, Sequence
+from typing import Any, Iterable, List, Mapping, Sequence, Union, cast
 
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
@@ -27,7 +27,8 @@ def null_count_names(columns: Sequence[str]) -> List[str]:
     return [_name(i) for i in range(len(columns))]
 
 
-def check_null_counts(columns: Sequence[str], rows: Iterable[Row]) -> None:
+def check_null_counts(columns: Sequence[str],
+                      rows: Iterable[Union[Row, Mapping[str, Any]]]) -> None:
     """Sum null_counts over the aggregation's rows (groups) and fail naming the columns that
     hold nulls (ConstraintError)."""
     totals = {c: 0 for c in columns}
@@ -41,7 +42,8 @@ def check_not_null_rows(df: DataFrame, columns: Sequence[str]) -> None:
     """One aggregation of its own, for a write that makes none (distribution none, or a
     static file_count with range)."""
     if columns:
-        check_null_counts(columns, [df.agg(*null_counts(columns)).first()])
+        # an aggregation without groups has exactly one row
+        check_null_counts(columns, [cast(Row, df.agg(*null_counts(columns)).first())])
 
 
 def refuse_null_like_partitions(df: DataFrame, pcols: Sequence[str]) -> None:
@@ -56,6 +58,6 @@ def refuse_null_like_partitions(df: DataFrame, pcols: Sequence[str]) -> None:
     for c in strings:
         term = F.col(c).isin(*NULL_LIKE)
         cond = term if cond is None else cond | term
-    row = df.where(cond).select(*strings).first()
+    row = df.where(cast(Column, cond)).select(*strings).first()  # strings is not empty
     if row is not None:
         check_partition_texts(strings, [tuple(row)])

@@ -1,6 +1,6 @@
 """Changes of a table's columns: on_schema_change for incremental runs, and when a full
 refresh must define the table again."""
-from typing import Iterable, Optional, Sequence, Tuple
+from typing import Iterable, Optional, Sequence, Tuple, cast
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -45,7 +45,7 @@ def apply_schema_change(job: WriteJob, existing: TableInfo) -> Tuple[DataFrame, 
         keep = [f for f in spark.table(f"{table.schema}.{table.identifier}").schema.fields
                 if f.name not in missing and f.name.lower() not in pset]
         set_data_columns(spark, table, keep)
-    existing = describe_table(spark, table)
+    existing = cast(TableInfo, describe_table(spark, table))  # altered above: it exists
     # Shape the data like the table: extra columns dropped (ignore), absent ones null.
     out = []
     present = {c.lower(): c for c in df.columns}

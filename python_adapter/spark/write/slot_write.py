@@ -13,13 +13,13 @@ Each slot is written under its own `__sized_slot=<n>` directory, so one task may
 several files of one partition; `staged_file` maps a staged file to its place in the table.
 """
 from dataclasses import dataclass, field
-from typing import Callable, ContextManager, Dict, List, Optional, Sequence, Set, Tuple
+from typing import ContextManager, Dict, List, Optional, Sequence, Set, Tuple, cast
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from python_adapter.io.session_info import conf_bytes, default_parallelism, plan_stats
-from python_adapter.spark.job import quoted, select_names
+from python_adapter.spark.job import Progress, quoted, select_names
 from python_adapter.spark.local_table import local_table
 from python_adapter.core.routing import assign_tasks, routing_keys
 from python_adapter.spark.session_conf import session_conf
@@ -116,7 +116,7 @@ class SlotWrite:
     key_bytes: int = -1           # estimated size of `keys` in memory (-1: unknown)
 
 
-def write_slots(spark: SparkSession, w: SlotWrite, progress: Callable[[str], None]) -> None:
+def write_slots(spark: SparkSession, w: SlotWrite, progress: Progress) -> None:
     """Write every slot to `w.staging`, each from exactly one task."""
     old, bound, fresh, weights = w.old, w.bound, w.fresh, w.weights
     limit = broadcast_limit(spark)
@@ -164,8 +164,9 @@ def kept_old_rows(old: DataFrame, keys: Optional[DataFrame], match: Optional[str
 
 
 def _all_rows(w: SlotWrite, batch_rows, broadcast_keys: bool):
-    out = kept_old_rows(w.old, w.keys, w.match, broadcast=broadcast_keys, drop=w.drop).where(
-        "__sized_hit is null")
+    # write_slots comes here only with old rows (w.old is not None)
+    out = kept_old_rows(cast(DataFrame, w.old), w.keys, w.match, broadcast=broadcast_keys,
+                        drop=w.drop).where("__sized_hit is null")
     out = select_names(out, [*w.columns, SLOT])
     for rows in batch_rows:
         if rows is not None:
@@ -175,7 +176,8 @@ def _all_rows(w: SlotWrite, batch_rows, broadcast_keys: bool):
 
 def _colocated(spark, w: SlotWrite, new_weights):
     # Expressions as SQL text: one call into the JVM per select instead of several per column.
-    old, bound, fresh, columns = w.old, w.bound, w.fresh, w.columns
+    # write_slots comes here only with old rows (w.old is not None)
+    old, bound, fresh, columns = cast(DataFrame, w.old), w.bound, w.fresh, w.columns
     kept = kept_old_rows(old, w.keys, w.match, drop=w.drop)
     if bound is None:  # no batch row goes to a rewritten file: its kept old rows are all
         rewritten = select_names(kept.where("__sized_hit IS NULL"), [*columns, SLOT])

@@ -29,7 +29,7 @@ reaches the table."""
 import math
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Set, cast
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -89,11 +89,12 @@ def batch_size(job: WriteJob, df: DataFrame) -> Optional[BatchSize]:
     files are checked. None when the plan may make more rows than it reads (a generator's
     are in no estimate)."""
     stats = plan_stats(df, optimized=True)
-    if _GENERATE.search(stats.optimized):
+    optimized = cast(str, stats.optimized)  # asked for
+    if _GENERATE.search(optimized):
         return None
     if stats.size <= job.cfg.target_file_size:
         return BatchSize(stats.size)
-    sizes = read_sizes(job.fs, df, stats.optimized)
+    sizes = read_sizes(job.fs, df, optimized)
     if sizes is None:
         return BatchSize(stats.size)
     share = width_share(job.spark, stats)
@@ -130,12 +131,12 @@ def largest_partition(df: DataFrame, pcols: Sequence[str], sizes: Dict[str, int]
 def partitions_pass_through(df: DataFrame, pcols: Sequence[str]) -> bool:
     """Whether each of df's partition columns is a column of a relation the plan reads,
     passed through unchanged (the same attribute at the top of the optimized plan)."""
-    top = plan_stats(df.select(*pcols), optimized=True).optimized
+    top = cast(str, plan_stats(df.select(*pcols), optimized=True).optimized)  # asked for
     output = _OUTPUT_LIST.search(top.splitlines()[0]) if top.strip() else None
     if output is None:
         return False
     attributes = [a.strip() for a in output.group(1).split(",")]
-    read = set()
+    read: Set[str] = set()
     for leaf in plan_leaves(top):
         if leaf.startswith("Relation "):
             listed = _RELATION_ATTRIBUTES.search(leaf)
@@ -152,7 +153,7 @@ def width_share(spark: SparkSession, stats: PlanStats) -> float:
     source's seven columns writes about that share of the files' bytes. At most 1; 1 when
     a leaf's table cannot be told (a path's relation)."""
     widths = []
-    for leaf in plan_leaves(stats.optimized):
+    for leaf in plan_leaves(cast(str, stats.optimized)):  # batch_size asked for it
         if not leaf.startswith("Relation "):
             continue  # a leaf of one row or none
         named = _RELATION_NAME.match(leaf)
@@ -386,7 +387,7 @@ def files_to_top_up(job: WriteJob, touched: set, current: List[FileEntry]
     plan), as the bin-packing plan picks them; None when such a file's rows are not known
     (the inserted rows are the rows written less the file's)."""
     excluded = pending_plan_files(job.proto.timeline)
-    by_partition = {}
+    by_partition: Dict[str, List[FileEntry]] = {}
     for f in current:
         if f.partition in touched and f.path not in excluded:
             by_partition.setdefault(f.partition, []).append(f)

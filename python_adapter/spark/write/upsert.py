@@ -7,7 +7,8 @@ to new files), then write every planned output file ("slot") from exactly one Sp
 """
 import threading
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple,
+                    cast)
 from urllib.parse import unquote
 
 import pyspark
@@ -25,8 +26,9 @@ from python_adapter.core.upsert_plan import Sizing, TagGroup, UpsertPlan, plan_u
 from python_adapter.errors import ConfigError
 from python_adapter.spark.write.bloom import BloomIndex, bloom_key, write_options
 from python_adapter.spark.write.constraints import check_null_counts, null_counts
-from python_adapter.spark.job import (Route, RowChanges, Staged, WriteJob, cache_batch, delete_flag,
-                                      quoted, resolve_names, select_names, worth_caching)
+from python_adapter.spark.job import (Progress, Route, RowChanges, Staged, WriteJob, cache_batch,
+                                      delete_flag, quoted, resolve_names, select_names,
+                                      worth_caching)
 from python_adapter.io.session_info import select_exprs, sql_type
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.session_conf import session_conf, shuffle_conf
@@ -120,7 +122,8 @@ def validate_keys(df: DataFrame, rules: KeyRules) -> KeysFound:
     groups = df.groupBy(*identity).agg(F.count(F.lit(1)).alias("count"), *part)
     first = keys[0]
     orderable = isinstance(df.schema[first].dataType, _ORDERABLE)
-    aggs = [F.sum(F.when(null_cond, 1).otherwise(0)).alias("__sized_nulls"),
+    # keys is not empty (keys[0] above): the loop made null_cond
+    aggs = [F.sum(F.when(cast(Column, null_cond), 1).otherwise(0)).alias("__sized_nulls"),
             F.sum(F.when(F.col("count") > 1, 1).otherwise(0)).alias("__sized_dups"),
             F.sum("count").alias("__sized_rows"),
             (F.min(first) if orderable else F.lit(None)).alias("__sized_kmin"),
@@ -157,7 +160,7 @@ def _key_aggregates(groups: DataFrame, aggs: List[Column], partitioned: bool
     none = {"__sized_nulls": 0, "__sized_dups": 0, "__sized_rows": 0, "__sized_kmin": None,
             "__sized_kmax": None}
     if not partitioned:
-        return groups.agg(*aggs).first().asDict(), {}
+        return cast(Row, groups.agg(*aggs).first()).asDict(), {}  # no groups: one row
     total_row = F.grouping("__sized_part").alias("__sized_all")
     rows = (groups.select("*", F.explode("__sized_parts").alias("__sized_part"))
                   .rollup("__sized_part").agg(*aggs, total_row).collect())
@@ -201,7 +204,7 @@ class KeyCheck:
     raising, so the data is not unpersisted under it."""
 
     def __init__(self, spark: SparkSession, df: DataFrame, cfg: SizedConfig,
-                 pcols: Sequence[str], progress: Callable[[str], None]) -> None:
+                 pcols: Sequence[str], progress: Progress) -> None:
         self.keys = upsert_keys(cfg, df.columns)
         self.batch_bytes = cached_size(df)  # the plan's estimate, no job
         self._done = threading.Event()
@@ -762,7 +765,7 @@ def window_condition(cfg: SizedConfig) -> Optional[str]:
     they do there); None outside a batch."""
     if cfg.incremental_strategy != "microbatch" or cfg.batch_window is None:
         return None
-    col = "`" + cfg.event_time.replace("`", "``") + "`"
+    col = "`" + cast(str, cfg.event_time).replace("`", "``") + "`"  # microbatch requires it
     start, end = (t.replace("'", "\\'") for t in cfg.batch_window)
     return f"{col} >= '{start}' AND {col} < '{end}'"
 
@@ -801,10 +804,12 @@ def _slot_write(job, plan: UpsertPlan, tagged, tagger, spark_path_of, current,
     if rewrites:
         # Old rows of the rewritten files only: the file list prunes every other file before
         # it is opened.
-        files = read_files(spark, job.proto.location, tagger.schema, [s.file for s in rewrites])
+        # a rewrite's slot names its file (UpsertPlan.rewrites)
+        rewritten = [cast(str, s.file) for s in rewrites]
+        files = read_files(spark, job.proto.location, tagger.schema, rewritten)
         files = tagger.with_file_path(
             files.withColumn(FIRST_ROW, F.col("_metadata.row_index") == 0))
-        old = with_file_values(spark, files, pcols, {s.file: s.slot for s in rewrites},
+        old = with_file_values(spark, files, pcols, {cast(str, s.file): s.slot for s in rewrites},
                                SLOT)
         old = select_names(old, [*columns, SLOT, FIRST_ROW, *tagger.old_row_file])
         if keys:  # an incoming key replaces (or deletes) its old row

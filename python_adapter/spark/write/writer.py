@@ -4,7 +4,7 @@ insert in `upsert`. Everything that changes the table, its definition in the met
 included, happens under its writer lock, as one Transaction."""
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, cast
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -42,7 +42,7 @@ from python_adapter.table.faults import fault_point
 from python_adapter.table.lock import LockOptions
 from python_adapter.table.files import current_files
 from python_adapter.table.timeline import (DEFINES_TABLE, PREVIOUS_DDL, PREVIOUS_LOCATION,
-                                           PREVIOUS_TYPE, FileEntry, meta_dir_of,
+                                           PREVIOUS_TYPE, FileEntry, Instant, meta_dir_of,
                                            setting_aside_unreadable)
 from python_adapter.table.transaction import TxnOptions
 
@@ -89,8 +89,10 @@ def write_locked(job: WriteJob, full_refresh: bool = False) -> Tuple[WriteResult
         lock = LockOptions(lease=cfg.lock_lease, timeout=cfg.lock_timeout)
         # a full refresh replaces every file: an unreadable record of them is set aside
         aside = setting_aside_unreadable() if full_refresh else nullcontext()
+        # here only when it is not None
         with aside, locked_locations(handle, operation,
-                                     [target] + [here] * (here is not None), lock=lock) as protos:
+                                     cast(List[str], [target] + [here] * (here is not None)),
+                                     lock=lock) as protos:
             # recovery may have restored or dropped it, another writer redefined it
             existing = handle.info_under_lock(protos)
             now = fs.qualify(existing.location) if existing is not None else None
@@ -103,7 +105,8 @@ def write_locked(job: WriteJob, full_refresh: bool = False) -> Tuple[WriteResult
             if now != target:  # location_root changed: it takes effect on a full refresh
                 job = replace(job, locked=Locked(
                     handle, next(p for p in protos if p.location == now), lock))
-            return _write_existing(job, existing, full_refresh), now
+            # an existing table has a location: now is not None
+            return _write_existing(job, existing, full_refresh), cast(str, now)
     raise WriteError(f"{table.quoted} kept moving while it was being locked; try again")
 
 
@@ -119,7 +122,8 @@ def _write_existing(job: WriteJob, existing: TableInfo, full_refresh: bool) -> W
             raise ConfigError(
                 f"partition_by: the table is partitioned by {list(existing.partition_columns)}, "
                 f"the model by {list(job.pcols)}; run with --full-refresh to change it")
-        adopt_if_foreign(job.locked, _key_column(job.cfg, existing))
+        # write_locked gives the job its Locked before it comes here
+        adopt_if_foreign(cast(Locked, job.locked), _key_column(job.cfg, existing))
         df, existing = apply_schema_change(job, existing)
         job = replace(job, df=df)
     return _commit_write(replace(job, operation=operation, table_schema=existing.read_schema)
@@ -148,7 +152,9 @@ def _define_write(job: WriteJob, existing: Optional[TableInfo]) -> WriteResult:
                       PREVIOUS_LOCATION: fs.qualify(existing.location),
                       PREVIOUS_TYPE: existing.table_type})
     same_place = existing is not None and fs.qualify(existing.location) == proto.location
-    managed = existing.table_type == "MANAGED" if same_place else not table.location_root
+    # same_place only when existing is not None
+    managed = cast(TableInfo, existing).table_type == "MANAGED" if same_place \
+        else not table.location_root
 
     def define(instant):
         if existing is not None:
@@ -186,7 +192,7 @@ def _commit_write(job: WriteJob, extra: Optional[dict] = None, define=None) -> W
     # a full refresh may follow a table recreated over files of no table: it registers
     # every partition it writes; other writes know those that hold files now
     registered = frozenset() if job.operation == "full_refresh" else partitions_holding(current)
-    with job.locked.transaction(job.operation, TxnOptions(extra={
+    with cast(Locked, job.locked).transaction(job.operation, TxnOptions(extra={
             "target_file_size": cfg.target_file_size, "small_file_limit": cfg.small_file_limit,
             "distribution": cfg.distribution, RETAIN_COMMITS: cfg.retain_commits,
             RETAIN_HOURS: cfg.retain_hours, BLOOM_KEY: bloom_key(cfg, job.df.columns) or "",
@@ -199,7 +205,7 @@ def _commit_write(job: WriteJob, extra: Optional[dict] = None, define=None) -> W
         txn.note(bytes_per_row=f"{staged.bytes_per_row or 0:.3f}")
         job.progress(f"publishing {count_of(len(staged.added), 'file')}, replacing "
                      f"{len(staged.removed)}", phase="publish")
-    done = txn.done
+    done = cast(Instant, txn.done)  # the transaction completed
     result = WriteResult(
         operation=job.operation, instant=done.instant,
         partitions=len({a.partition for a in staged.added}), files_planned=staged.files_planned,
@@ -316,13 +322,16 @@ def _plan(job: WriteJob) -> _FilePlan:
             return _FilePlan(None, cfg.file_count, None, None)
         plans = plan_static(rows_by_partition, cfg.file_count)
         return _FilePlan(plans, sum(p.files for p in plans.values()), None, total_rows)
+    assert rows_by_partition is not None  # file_count is None: need_counts, so counted
     bounded = bounded_bytes_per_row(rows_by_partition, raw_by_partition, len(job.data_cols),
                                     cfg.target_file_size) if raw is not None else None
     bpr, source = (bounded, "a bound of the rows' raw size: one file a partition") if bounded \
         else bytes_per_row(job, df, total_rows, max(rows_by_partition.values(), default=0))
     if not total_rows:
         return _FilePlan({}, 0, bpr, 0)
-    plans = plan_partitions(rows_by_partition, bpr, cfg.target_file_size, cfg.insert_split_size)
+    # bytes_per_row gives None only for no rows, returned above
+    plans = plan_partitions(rows_by_partition, cast(float, bpr), cfg.target_file_size,
+                            cfg.insert_split_size)
     progress(f"bytes per row {bpr:.1f} B (from {source})")
     return _FilePlan(plans, sum(p.files for p in plans.values()), bpr, total_rows)
 
