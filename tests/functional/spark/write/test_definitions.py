@@ -24,7 +24,7 @@ from python_adapter.api import write_dataframe
 from tests.functional.helpers import SHORT_JVM
 from tests.functional.readers import DirectoryReader, local_dir, parquet_files
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 QUIET = dict(log=lambda m: None)
 # Every step of a definition-changing full refresh: publish:N is the N-th file moved,
 # dropped / defined: the old definition dropped, the new one created.
