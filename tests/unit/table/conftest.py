@@ -25,13 +25,21 @@ def _java_children():
     return found
 
 
+def _gateway_up() -> bool:
+    context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
+    return context is not None and context._gateway is not None
+
+
 @pytest.fixture(autouse=True)
 def no_jvm():
-    """After each test: no py4j gateway, no JVM child; fault injection and the locks this
-    process believes it holds as a fresh process has them."""
+    """After each test: no py4j gateway and no JVM child that the test started; fault
+    injection and the locks this process believes it holds as a fresh process has them.
+    A worker of pytest-xdist may have run a Spark module before this one (its session stays
+    up until the worker ends): then only a new JVM child would tell, and the gateway check
+    is left to a worker that starts here."""
+    gateway_before, children_before = _gateway_up(), set(_java_children())
     yield
     faults.reset()
     lock.forget_held_locks()
-    context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
-    assert context is None or context._gateway is None, "a test started Spark's JVM"
-    assert not _java_children(), "a test started a JVM"
+    assert gateway_before or not _gateway_up(), "a test started Spark's JVM"
+    assert set(_java_children()) <= children_before, "a test started a JVM"
