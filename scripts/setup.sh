@@ -2,7 +2,8 @@
 # Sets up what a fresh machine lacks: Java 17 (Spark needs it) and a venv with this package.
 #   bash scripts/setup.sh        # for the tests: .venv, the package with both methods' Spark
 #                                # (the `all` extra: pyspark 4 and its Connect client) and the
-#                                # test and bench extras, on the newest dbt-core 1.12 that resolves
+#                                # test, bench and typecheck extras, on the newest dbt-core 1.12
+#                                # that resolves
 #   bash scripts/setup.sh demo   # for the demo: .venv, the package with the `session` extra
 #   PYSPARK=3.5 bash scripts/setup.sh   # .venv-pyspark3.5: the `session` and test extras on
 #                                       # pyspark 3.5 (which has no Spark Connect)
@@ -36,5 +37,5 @@ elif [ -n "${PYSPARK:-}" ]; then
   [ "$PYSPARK" = 3.5 ] && OLD_NUMPY=("numpy<2" "pyarrow<23")
   python -m pip install -q ".[session,test]" "pyspark==$PYSPARK.*" "$DBT" "${OLD_NUMPY[@]}"
 else
-  python -m pip install -q ".[all,test,bench]" "$DBT"
+  python -m pip install -q ".[all,test,bench,typecheck]" "$DBT"
 fi

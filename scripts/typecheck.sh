@@ -2,7 +2,7 @@
 # The type checker: mypy over python_adapter/ and dbt/ with pyproject.toml's [tool.mypy]
 # (its `files`, and the overrides that say which libraries are let off and why), from the
 # repo root, whose directories name the modules (explicit_package_bases). Runs in the venv
-# scripts/setup.sh makes (mypy comes with the `test` extra); VENV=<dir> picks another.
+# scripts/setup.sh makes (mypy comes with the `typecheck` extra); VENV=<dir> picks another.
 # Exits non-zero when mypy reports an error. Extra arguments go to mypy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
