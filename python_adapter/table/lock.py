@@ -21,9 +21,10 @@ import socket
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Iterator, Optional, Set, Tuple
 
 from python_adapter.core.notice import Notice
 from python_adapter.core.sizes import format_duration
@@ -34,6 +35,12 @@ from python_adapter.io.interfaces import Fence
 # The locks this process holds right now, by lock file: a lock whose holder record names
 # this process is either one of them or left by a crash inside it (stale_reason).
 _HELD: Dict[str, "WriterLock"] = {}
+# The tokens this process is writing a lock file with right now, by lock file: from just
+# before the exclusive create until the lock is in _HELD (or the create failed). Another
+# thread that reads such a file in that window sees its own pid and a token it would not
+# find in _HELD; without this it would judge the lock left by a crash and take it over.
+_TAKING: Dict[str, Set[str]] = {}
+_TAKING_MUTEX = threading.Lock()
 # A stale lock is set aside as `<lock name>.stale.<its token>` (lock, cluster.lock).
 STALE_MARK = ".stale."
 # How long a lock set aside stays before the cleaner deletes it: a writer that judged the
@@ -167,6 +174,9 @@ def stale_reason(holder: dict, lock_path: str) -> Optional[str]:
         held = _HELD.get(lock_path)
         if held is not None and held.token == holder.get("token"):
             return None  # another thread of this process holds it
+        with _TAKING_MUTEX:
+            if holder.get("token") in _TAKING.get(lock_path, ()):
+                return None  # another thread of this process is taking it this moment
         return "this process took it and no longer holds it (a crash inside this process)"
     if not pid_alive(pid):
         return f"pid {pid} is gone"
@@ -218,10 +228,12 @@ class WriterLock:
         while True:
             holder = {**holder_record(operation, options.lease), **self.fs.holder_extra(),
                       **({"brief": True} if options.brief else {})}
-            current = self._try_take(holder)
+            with _taking(self.path, holder["token"]):
+                current = self._try_take(holder)
+                if current is None:
+                    self._holder = holder
+                    _HELD[self.path] = self
             if current is None:
-                self._holder = holder
-                _HELD[self.path] = self
                 if self.covers:
                     self.fs.hold_fence(Fence(self.path, holder["token"], self.covers))
                 self._start_heartbeat(options)
@@ -372,6 +384,21 @@ class WriterLock:
         self.stop()
         if self.read().get("token") == self._holder.get("token"):
             self.fs.delete(self.path, recursive=False)
+
+
+@contextmanager
+def _taking(path: str, token: str) -> Iterator[None]:
+    """While a thread writes the lock file `path` with `token` (see _TAKING)."""
+    with _TAKING_MUTEX:
+        _TAKING.setdefault(path, set()).add(token)
+    try:
+        yield
+    finally:
+        with _TAKING_MUTEX:
+            tokens = _TAKING.get(path, set())
+            tokens.discard(token)
+            if not tokens:
+                _TAKING.pop(path, None)
 
 
 def break_lock(fs: FileSystem, path: str) -> Optional[str]:

@@ -290,3 +290,41 @@ def test_a_release_never_deletes_another_holders_lock(tmp_path):
     mine.release()
     assert json.loads(table.fs.read_bytes(path))["host"] == "another-host"
     assert break_lock(table.fs, path) is None and not table.fs.exists(path)
+
+
+class _PausedAfterCreate:
+    """The table's LocalFS, but the first exclusive create of the lock file waits, once
+    written, until told to go on: the window between a thread's create and its hold."""
+
+    def __init__(self, fs, path):
+        self.fs, self.path = fs, path
+        self.created, self.go_on = threading.Event(), threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.fs, name)
+
+    def write_bytes(self, path, data, overwrite=False):
+        self.fs.write_bytes(path, data, overwrite=overwrite)
+        if path == self.path and not overwrite and not self.created.is_set():
+            self.created.set()
+            self.go_on.wait(10)
+
+
+def test_two_threads_of_one_process_never_both_hold_the_lock(tmp_path):
+    """A lock file naming this process, whose token no thread holds yet, is a thread taking
+    it this moment, not a lock left by a crash: the second thread waits for it."""
+    table, path = _table(tmp_path)
+    fs = _PausedAfterCreate(table.fs, path)
+    first, second = WriterLock(fs, path, **QUIET), WriterLock(fs, path, **QUIET)
+    taking = threading.Thread(target=first.acquire, args=("upsert", LockOptions(timeout=0)))
+    taking.start()
+    try:
+        assert fs.created.wait(10)
+        with pytest.raises(LockError, match=f"pid {os.getpid()}, upsert"):
+            second.acquire("upsert", LockOptions(timeout=0))
+    finally:
+        fs.go_on.set()
+        taking.join(10)
+    first.ensure_held()
+    assert json.loads(table.fs.read_bytes(path))["token"] == first.token
+    first.release()
