@@ -12,7 +12,7 @@ VENV=.venv${PYSPARK:+-pyspark$PYSPARK}${DBT_CORE:+-dbt$DBT_CORE}
 export SPARK_LOCAL_IP=127.0.0.1
 # The whole suite first writes the JVM class archives its Spark processes start from
 # (python_adapter/io/jvm_startup.py), one per key the suite uses: the test sessions' (the
-# checkout's helper jar: tests/functional/helpers.py) and, on pyspark 4, a dbt profile's (the
+# checkout's helper jar: benchmarks/lib/session.py) and, on pyspark 4, a dbt profile's (the
 # installed package's jar; its copy runs from /, away from the checkout). Without them the
 # first dbt command would start a warm-up at its exit, beside the tests, and the Spark
 # processes before it finished would start slower; test sessions never start one. The

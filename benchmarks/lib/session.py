@@ -1,53 +1,96 @@
-"""The benchmarks' Spark session: start_spark, a private session with Hive support whose
-warehouse, Derby metastore and scratch space live in the run's work directory, bound to
-loopback with the UI off; conf_set, session conf for a block; Cluster, a standalone cluster
-of scripts/spark_cluster.sh on a free port."""
+"""The one builder of a private local Spark session, for the benchmarks, the tests
+(tests/functional/conftest.py) and the crash chain (tests/functional/crash_chain.py):
+LocalSpark says what differs between them, start(spec) starts it (Hive support, warehouse,
+Derby metastore and scratch space under its home, bound to loopback, the UI off);
+start_spark, the benchmarks' shorthand; conf_set, session conf for a block; Cluster, a
+standalone cluster of scripts/spark_cluster.sh on a free port."""
 import os
 import socket
 import subprocess
 import sys
+from dataclasses import dataclass
+from typing import Optional, Tuple
 
 LOCAL_MASTER = "local[2]"
+
+
+@dataclass(frozen=True)
+class LocalSpark:
+    """A private session whose files all live under `home`.
+    master: local[2], or a standalone cluster's spark://127.0.0.1:PORT.
+    driver_memory: None leaves Spark's default (1g; the tests').
+    fast_local_fs=False: Hadoop's own local filesystem (a chmod process per file), not the
+    one a dbt profile's embedded session gets (python_adapter.io.fast_local_fs.configure).
+    warehouse_uri: the warehouse as a file:// URI (a cluster's executors share this disk).
+    class_archive: the driver JVM starts from the class archive dbt's sessions start from
+    (the one scripts/test.sh has written before the suite): the tests' faster start.
+    conf: more (key, value) settings."""
+    home: str
+    driver_memory: Optional[str] = None
+    master: str = LOCAL_MASTER
+    app_name: str = "sized-spark"
+    fast_local_fs: bool = True
+    warehouse_uri: bool = False
+    class_archive: bool = False
+    conf: Tuple[Tuple[str, str], ...] = ()
+
+
+def driver_java_options(home: str) -> str:
+    """The driver JVM's options for a local session whose Derby metastore lives in `home`:
+    started from the class archive, as dbt's sessions are. Its key is the classpath
+    `configure` gives a local session (the helper jar), the archive
+    python_adapter/io/class_warmup.py writes."""
+    from python_adapter.io.fast_local_fs import embedded_confs
+    from python_adapter.io.jvm_startup import JAVA_OPTIONS, class_archive_confs
+    options = {JAVA_OPTIONS: f"-Dderby.system.home={home}"}
+    key = {**embedded_confs({"spark.master": LOCAL_MASTER}).confs, **options}
+    return class_archive_confs(key).get(JAVA_OPTIONS, options[JAVA_OPTIONS])
+
+
+def start(spec: LocalSpark):
+    """The session `spec` describes, started (or the one this process already runs)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    from python_adapter.io.fast_local_fs import configure
+    from python_adapter.io.jvm_startup import JAVA_OPTIONS
+
+    home = str(spec.home)
+    warehouse = os.path.join(home, "warehouse")
+    java_options = (driver_java_options(home) if spec.class_archive
+                    else f"-Dderby.system.home={home}")
+    builder = SparkSession.builder.master(spec.master)
+    if spec.fast_local_fs:
+        builder = configure(builder, spec.master)
+    builder = (
+        builder.appName(spec.app_name)
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.warehouse.dir", ("file://" if spec.warehouse_uri else "") + warehouse)
+        .config("spark.hadoop.javax.jdo.option.ConnectionURL",
+                f"jdbc:derby:;databaseName={os.path.join(home, 'metastore_db')};create=true")
+        .config(JAVA_OPTIONS, java_options)
+    )
+    if spec.driver_memory:
+        builder = builder.config("spark.driver.memory", spec.driver_memory)
+    for key, value in spec.conf:
+        builder = builder.config(key, value)
+    spark = builder.enableHiveSupport().getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def start_spark(work_dir, driver_memory, *, master=LOCAL_MASTER,
                 app_name="sized-backfill-benchmark", fast_local_fs=True, warehouse_uri=False,
                 conf=()):
-    """A private session with Hive support; everything it writes is under work_dir.
-    master: local[2], or a standalone cluster's spark://127.0.0.1:PORT.
-    fast_local_fs=False: Hadoop's own local filesystem (a chmod process per file), not the
-    one a dbt profile's embedded session gets (python_adapter.io.fast_local_fs.configure).
-    warehouse_uri: the warehouse as a file:// URI (a cluster's executors share this disk).
-    conf: more (key, value) settings."""
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from pyspark.sql import SparkSession
-
-    from python_adapter.io.fast_local_fs import configure
-
-    warehouse = os.path.join(work_dir, "warehouse")
-    metastore = os.path.join(work_dir, "metastore_db")
-    builder = SparkSession.builder.master(master)
-    if fast_local_fs:
-        builder = configure(builder, master)
-    builder = (
-        builder.appName(app_name)
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.memory", driver_memory)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.warehouse.dir", ("file://" if warehouse_uri else "") + warehouse)
-        .config("spark.hadoop.javax.jdo.option.ConnectionURL",
-                f"jdbc:derby:;databaseName={metastore};create=true")
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={work_dir}")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.local.dir", os.path.join(work_dir, "spark-local"))
-    )
-    for key, value in conf:
-        builder = builder.config(key, value)
-    spark = builder.enableHiveSupport().getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    """A benchmark's session: start(LocalSpark(...)) in UTC, its scratch space in work_dir."""
+    timing = (("spark.sql.session.timeZone", "UTC"),
+              ("spark.local.dir", os.path.join(work_dir, "spark-local")))
+    return start(LocalSpark(work_dir, driver_memory, master=master, app_name=app_name,
+                            fast_local_fs=fast_local_fs, warehouse_uri=warehouse_uri,
+                            conf=timing + tuple(conf)))
 
 
 class conf_set:

@@ -7,28 +7,17 @@ import pytest
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+# few shuffle partitions for small test tables; ANSI off, as the tests' expressions assume
+TEST_CONF = (("spark.sql.shuffle.partitions", "4"), ("spark.sql.ansi.enabled", "false"))
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from pyspark.sql import SparkSession
-
-    from python_adapter.io.fast_local_fs import configure
-    from python_adapter.io.jvm_startup import JAVA_OPTIONS
-    from tests.functional.helpers import driver_java_options
+    from benchmarks.lib.session import LocalSpark, start
 
     home = tmp_path_factory.mktemp("spark_home")
-    session = (configure(SparkSession.builder, "local[2]")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.sql.ansi.enabled", "false")
-               .config("spark.sql.warehouse.dir", str(home / "warehouse"))
-               .config("spark.hadoop.javax.jdo.option.ConnectionURL",
-                       f"jdbc:derby:;databaseName={home}/metastore_db;create=true")
-               .config(JAVA_OPTIONS, driver_java_options(home))
-               .enableHiveSupport().getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
+    session = start(LocalSpark(home, app_name="sized-tests", class_archive=True,
+                               conf=TEST_CONF))
     yield session
     session.stop()
 

@@ -22,27 +22,15 @@ B = ("region", """select cast(id as bigint) as id, concat('r', id % 5) as region
 
 
 def main():
-    from pyspark.sql import SparkSession
-
+    from benchmarks.lib.session import LocalSpark, start
     from python_adapter.spark.catalog.tables import TableRef, describe_table
     from python_adapter.core.config import parse_config
-    from python_adapter.io.fast_local_fs import configure
-    from python_adapter.io.jvm_startup import JAVA_OPTIONS
     from python_adapter.spark.services.rollback import recover_table
     from python_adapter.api import write_dataframe
-    from tests.functional.helpers import driver_java_options
 
     home, expect, actions = sys.argv[1], sys.argv[2], sys.argv[3:]
-    spark = (configure(SparkSession.builder, "local[2]")
-             .config("spark.driver.host", "127.0.0.1").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "4")
-             .config("spark.sql.warehouse.dir", f"{home}/warehouse")
-             .config("spark.hadoop.javax.jdo.option.ConnectionURL",
-                     f"jdbc:derby:;databaseName={home}/metastore_db;create=true")
-             .config(JAVA_OPTIONS, driver_java_options(home))
-             .enableHiveSupport().getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = start(LocalSpark(home, app_name="sized-crash-chain", class_archive=True,
+                             conf=(("spark.sql.shuffle.partitions", "4"),)))
     spark.sql("create database if not exists chain")
     table = TableRef("chain", "t")
     quiet = dict(log=lambda m: None)

@@ -12,18 +12,6 @@ from python_adapter.spark.services.describe import read_layout
 SHORT_JVM = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"}
 
 
-def driver_java_options(home) -> str:
-    """The driver JVM's options for a local test session whose Derby metastore lives in
-    `home`: started from the class archive, as dbt's sessions are (a faster JVM start). Its
-    key is the classpath `configure` gives a local session (the helper jar), the archive
-    scripts/test.sh has python_adapter/io/class_warmup.py write before the suite."""
-    from python_adapter.io.fast_local_fs import embedded_confs
-    from python_adapter.io.jvm_startup import JAVA_OPTIONS, class_archive_confs
-    options = {JAVA_OPTIONS: f"-Dderby.system.home={home}"}
-    key = {**embedded_confs({"spark.master": "local[2]"}).confs, **options}
-    return class_archive_confs(key).get(JAVA_OPTIONS, options[JAVA_OPTIONS])
-
-
 def rows_of(spark, schema, name, cols="id, tag"):
     """The table's rows as a sorted list (a multiset check: duplicates and losses both show)."""
     return sorted(tuple(r) for r in spark.sql(f"select {cols} from {schema}.{name}").collect())
