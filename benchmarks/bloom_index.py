@@ -43,6 +43,15 @@ METHODS = ("range", "bloom")
 SEED = 4242
 
 
+def _keeping(lines, say):
+    """The engine's log: each line kept in `lines`, and printed indented when `say` is given."""
+    def log(line: str) -> None:
+        lines.append(line)
+        if say is not None:
+            say("    " + line)
+    return log
+
+
 def main(argv=None):
     return run_benchmark(argv, parse_args, run, report)
 
@@ -142,7 +151,7 @@ def run(args):
                 hold = holders(spark, table, batch)
                 files = spark.table(table).select(F.input_file_name()).distinct().count()
                 lines = []
-                log = (lambda m: (lines.append(m), say("    " + m))) if args.verbose else lines.append
+                log = _keeping(lines, say if args.verbose else None)
                 t0 = time.perf_counter()
                 write_dataframe(spark, batch, TableRef(SCHEMA, f"t_{method}"),
                                 _config(method, args.target), full_refresh=False,

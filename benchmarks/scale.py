@@ -34,7 +34,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Callable
+from typing import Any, Callable
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -207,9 +207,9 @@ def warm_up(spark, cfg, days):
 class Child:
     """One configuration's session, probe, config, logs and figures (res, the result)."""
     spec: dict
-    spark: object
-    probe: object
-    cfg: object
+    spark: Any
+    probe: Any
+    cfg: Any
     say: Callable[[str], None]
     elog: Callable[[str], None]
     res: dict
