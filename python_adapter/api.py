@@ -38,6 +38,8 @@ from python_adapter.spark.services.cluster_exec import ClusterResult, run_cluste
 from python_adapter.spark.services.describe import TIMELINE_COLUMNS, read_layout, timeline_rows
 from python_adapter.spark.job import WriteResult, job_phases
 from python_adapter.spark.locking import unlock_table
+from python_adapter.spark.results import (LockState, RecoverResult, ReportResult, RestoreResult,
+                                          RollbackResult, UnlockResult)
 from python_adapter.spark.write.python_model import PythonModel, model_dataframe, worker_errors
 from python_adapter.spark.services.repair import RepairResult, repair_table
 from python_adapter.spark.services.restore import restore_table
@@ -58,6 +60,8 @@ __all__ = ["TableRef", "SizedConfig", "parse_config", "unknown_key_error", "MODE
            "LAYOUT_COLUMNS", "timeline", "TIMELINE_COLUMNS", "rollback", "restore", "clean",
            "CleanResult", "recover", "repair", "unlock",
            "cluster", "compact", "report", "WriteResult", "ClusterResult", "RepairResult", "Layout",
+           "RollbackResult", "RestoreResult", "RecoverResult", "UnlockResult", "LockState",
+           "ReportResult",
            "STRATEGIES", "FS_CLASS", "embedded_confs", "quiet_logging_confs", "count_of",
            "class_archive", "warm_up_at_exit", "settle_in_background", "wait_for_settling",
            "Check", "ConnectBound", "check_extension", "check_helper_jar", "check_java",
@@ -179,18 +183,19 @@ def timeline(spark: SparkSession, table: TableRef) -> List[list]:
 
 
 @_names_unreadable_files
-def rollback(spark: SparkSession, table: TableRef, log: Callable[[str], None] = print) -> str:
-    """Restore the table to its state before its last completed commit; returns that
-    commit's instant."""
-    return rollback_last_commit(spark, table, log=log)
+def rollback(spark: SparkSession, table: TableRef,
+             log: Callable[[str], None] = print) -> RollbackResult:
+    """Restore the table to its state before its last completed commit (the record names
+    that commit's instant)."""
+    return RollbackResult(_name(table), rollback_last_commit(spark, table, log=log))
 
 
 @_names_unreadable_files
 def restore(spark: SparkSession, table: TableRef, instant: str,
-            log: Callable[[str], None] = print) -> str:
+            log: Callable[[str], None] = print) -> RestoreResult:
     """Bring the table back to its state right after a retained completed instant, as a
-    new instant; returns that instant."""
-    return restore_table(spark, table, instant, log=log)
+    new instant (the record's `instant`)."""
+    return RestoreResult(_name(table), instant, restore_table(spark, table, instant, log=log))
 
 
 @_names_unreadable_files
@@ -203,9 +208,10 @@ def clean(spark: SparkSession, table: TableRef, options: Optional[Dict[str, Any]
 
 
 @_names_unreadable_files
-def recover(spark: SparkSession, table: TableRef, log: Callable[[str], None] = print) -> list:
-    """Roll back the unfinished instants of a crashed write now; returns them."""
-    return recover_table(spark, table, log=log)
+def recover(spark: SparkSession, table: TableRef,
+            log: Callable[[str], None] = print) -> RecoverResult:
+    """Roll back the unfinished instants of a crashed write now (the record lists them)."""
+    return RecoverResult(_name(table), tuple(recover_table(spark, table, log=log)))
 
 
 @_names_unreadable_files
@@ -252,13 +258,18 @@ def compact(spark: SparkSession, table: TableRef, options: Optional[Dict[str, An
                               log=log)
 
 
-def unlock(spark: SparkSession, table: TableRef, force: bool = False) -> str:
+def unlock(spark: SparkSession, table: TableRef, force: bool = False) -> UnlockResult:
     """Who holds the table's writer lock; with force, break it."""
     return unlock_table(spark, table, force)
 
 
 @_names_unreadable_files
 def report(spark: SparkSession, table: TableRef, path: str,
-           log: Callable[[str], None] = print) -> str:
-    """Write the table's HTML report to `path`; returns the qualified path written."""
-    return write_report(spark, table, path, log=log)
+           log: Callable[[str], None] = print) -> ReportResult:
+    """Write the table's HTML report to `path` (the record's `path`: the qualified path
+    written)."""
+    return ReportResult(_name(table), write_report(spark, table, path, log=log))
+
+
+def _name(table: TableRef) -> str:
+    return f"{table.schema}.{table.identifier}"

@@ -4,7 +4,7 @@
      s3a:// URI (written through the session's Hadoop FileSystem). --#}
 {% macro sized_report(relation, path) %}
   {%- set rel = sized_resolve_relation(relation) -%}
-  {%- set written = adapter.sized_report(rel, path) -%}
-  {{ print('Report of ' ~ rel.schema ~ '.' ~ rel.identifier ~ ' written to ' ~ written) }}
-  {{ return(written) }}
+  {%- set result = adapter.sized_report(rel, path) -%}
+  {{ print(result.message) }}
+  {{ return(result.path) }}
 {% endmacro %}

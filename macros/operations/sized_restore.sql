@@ -5,7 +5,7 @@
      instants that can be restored; nothing changes then. --#}
 {% macro sized_restore(relation, instant) %}
   {%- set rel = sized_resolve_relation(relation) -%}
-  {%- set done = adapter.sized_restore(rel, instant) -%}
-  {{ print('Restored ' ~ rel.schema ~ '.' ~ rel.identifier ~ ' to ' ~ instant ~ ' (instant ' ~ done ~ ')') }}
-  {{ return(done) }}
+  {%- set result = adapter.sized_restore(rel, instant) -%}
+  {{ print(result.message) }}
+  {{ return(result.instant) }}
 {% endmacro %}

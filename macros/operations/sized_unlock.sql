@@ -4,7 +4,7 @@
      next write rolls back the holder's unfinished instant. --#}
 {% macro sized_unlock(relation, force=false) %}
   {%- set rel = sized_resolve_relation(relation) -%}
-  {%- set message = adapter.sized_unlock(rel, force) -%}
-  {{ print(message) }}
-  {{ return(message) }}
+  {%- set result = adapter.sized_unlock(rel, force) -%}
+  {{ print(result.message) }}
+  {{ return(result.message) }}
 {% endmacro %}

@@ -16,6 +16,7 @@ from python_adapter.spark.catalog.tables import (TableInfo, TableRef, refresh_re
                                           registered_partitions, require_parquet)
 from python_adapter.spark.handle import Locked, TableHandle, open_table
 from python_adapter.spark.table_files import table_file_stats
+from python_adapter.spark.results import LockState, UnlockResult
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.files import current_files, file_entry
 from python_adapter.table.timeline import DEFERRED, PARTITION_STATS
@@ -121,18 +122,21 @@ def adopt_if_foreign(here: Locked, key_col: Optional[str] = None) -> None:
                             key_range=stats[f.path][1:]) for f in files])
 
 
-def unlock_table(spark: SparkSession, table: TableRef, force: bool = False) -> str:
+def unlock_table(spark: SparkSession, table: TableRef, force: bool = False) -> UnlockResult:
     """Who holds the table's writer lock (host, pid, operation, age, lease); with force,
     break it: the next write rolls back the holder's unfinished instant."""
     handle = open_table(spark, table, reading=True)
     fs = handle.fs
     path = CommitProtocol(fs, handle.location).lock_path
     holder = WriterLock(fs, path).read() if fs.exists(path) else {}
+    name = f"{table.schema}.{table.identifier}"
     if not holder and not fs.exists(path):
-        return f"{table.quoted} is not locked"
+        return UnlockResult(name, LockState.NOT_LOCKED, f"{table.quoted} is not locked")
     shown = describe_holder(holder, path) if holder else f"an unreadable lock; lock file {path}"
     if not force:
-        return f"{table.quoted} is locked by {shown}. Add force: true to break the lock"
+        return UnlockResult(name, LockState.HELD, f"{table.quoted} is locked by {shown}. "
+                                                  f"Add force: true to break the lock")
     ended = break_lock(fs, path)
-    return (f"broke the writer lock of {table.quoted} ({shown}); the next write rolls back "
-            f"its unfinished work" + (f"; {ended}" if ended else ""))
+    return UnlockResult(name, LockState.BROKEN,
+                        f"broke the writer lock of {table.quoted} ({shown}); the next write "
+                        f"rolls back its unfinished work" + (f"; {ended}" if ended else ""))

@@ -102,3 +102,38 @@ def test_a_wide_models_write_runs_without_constraint_propagation(
     assert spark.conf.get(PROPAGATION, None) == before
     got = spark.table(f"{schema}.wide{columns}").select("id", "c1").collect()
     assert sorted((r.id, r.c1) for r in got) == [(i, f"w{i}") for i in range(30)]
+
+
+def test_the_operations_return_records_a_caller_acts_on(spark, schema, events, tmp_path,
+                                                        monkeypatch):
+    """rollback, restore, recover and report return a record each: the instant undone, the
+    restore's own instant, the unfinished instants rolled back, the report's path; the line
+    the dbt operation prints is the record's message."""
+    from python_adapter import api
+    table, name = TableRef(schema, "records"), f"{schema}.records"
+    cfg = parse_config({"partition_by": ["day"], "unique_key": "id", "target_file_size": 16_000})
+    first = write_dataframe(spark, events(days=2), table, cfg, **QUIET).instant
+    second = write_dataframe(spark, events(days=3, tag="v2"), table, cfg, **QUIET).instant
+
+    undone = api.rollback(spark, table, **QUIET)
+    assert (undone.table, undone.instant) == (name, second)
+    assert undone.message == f"Rolled back {name} to before commit {second}"
+
+    restored = api.restore(spark, table, first, **QUIET)
+    assert restored.restored_to == first
+    assert restored.instant == api.timeline(spark, table)[-1][0] != first
+
+    monkeypatch.setenv("SIZED_SPARK_FAULT", "published")
+    faults.reset()
+    with pytest.raises(InjectedCrash):
+        write_dataframe(spark, events(days=2, tag="crashed"), table, cfg, **QUIET)
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    lock.forget_held_locks()
+    faults.reset()
+    recovered = api.recover(spark, table, **QUIET)
+    assert len(recovered.instants) == 1
+    assert recovered.message == f"Recovered {name}: 1 unfinished instant rolled back"
+    assert api.recover(spark, table, **QUIET).instants == ()
+
+    report = api.report(spark, table, str(tmp_path / "r.html"), **QUIET)
+    assert report.path.endswith("r.html") and (tmp_path / "r.html").stat().st_size > 0

@@ -374,16 +374,16 @@ class SizedSparkAdapter(SparkAdapter):
         return _table(rows, api.TIMELINE_COLUMNS, {"files_added", "files_removed", "rows", "bytes"})
 
     @available
-    def sized_rollback(self, relation) -> str:
+    def sized_rollback(self, relation) -> api.RollbackResult:
         """Restore the table to its state before its last completed commit."""
         spark = self.connections.spark_session("sized_rollback")
         ref = self._table_ref(relation)
         return _engine_call("sized_rollback", api.rollback, spark, ref, log=_engine_log)
 
     @available
-    def sized_restore(self, relation, instant: str) -> str:
-        """Bring the table back to its state right after `instant`; returns the restore's
-        own instant."""
+    def sized_restore(self, relation, instant: str) -> api.RestoreResult:
+        """Bring the table back to its state right after `instant` (the record holds the
+        restore's own instant)."""
         spark = self.connections.spark_session("sized_restore")
         return _engine_call("sized_restore", api.restore, spark, self._table_ref(relation),
                             str(instant), log=_engine_log)
@@ -397,12 +397,11 @@ class SizedSparkAdapter(SparkAdapter):
                             options, log=_engine_log).message
 
     @available
-    def sized_recover(self, relation) -> int:
-        """Roll back unfinished instants of a crashed write now; returns how many."""
+    def sized_recover(self, relation) -> api.RecoverResult:
+        """Roll back unfinished instants of a crashed write now (the record lists them)."""
         spark = self.connections.spark_session("sized_recover")
-        rolled = _engine_call("sized_recover", api.recover, spark, self._table_ref(relation),
-                              log=_engine_log)
-        return len(rolled)
+        return _engine_call("sized_recover", api.recover, spark, self._table_ref(relation),
+                            log=_engine_log)
 
     @available
     def sized_repair(self, relation) -> str:
@@ -413,15 +412,16 @@ class SizedSparkAdapter(SparkAdapter):
                             log=_engine_log).message
 
     @available
-    def sized_unlock(self, relation, force: bool = False) -> str:
+    def sized_unlock(self, relation, force: bool = False) -> api.UnlockResult:
         """Who holds the table's writer lock and its lease; with force, break the lock."""
         spark = self.connections.spark_session("sized_unlock")
         return _engine_call("sized_unlock", api.unlock, spark, self._table_ref(relation),
                             bool(force))
 
     @available
-    def sized_report(self, relation, path: str) -> str:
-        """Write a self-contained HTML report of the table to `path`; returns the path."""
+    def sized_report(self, relation, path: str) -> api.ReportResult:
+        """Write a self-contained HTML report of the table to `path` (the record holds the
+        qualified path)."""
         spark = self.connections.spark_session("sized_report")
         return _engine_call("sized_report", api.report, spark, self._table_ref(relation), path,
                             log=_engine_log)

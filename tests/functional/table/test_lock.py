@@ -61,11 +61,12 @@ def test_a_live_lease_of_another_host_fails_the_write_naming_it_and_the_way_out(
                                         ".*sized_unlock"):
         write_dataframe(spark, events(days=2, tag="v2"), table, _cfg(), **QUIET)
     shown = api.unlock(spark, table)
-    assert "another-host" in shown and "force: true" in shown and fs.exists(path)
-    assert "broke the writer lock" in api.unlock(spark, table, force=True)
+    assert shown.state is api.LockState.HELD and fs.exists(path)
+    assert "another-host" in shown.message and "force: true" in shown.message
+    assert api.unlock(spark, table, force=True).state is api.LockState.BROKEN
     assert not fs.exists(path)
     write_dataframe(spark, events(days=2, tag="v2"), table, _cfg(), **QUIET)
-    assert "is not locked" in api.unlock(spark, table)
+    assert api.unlock(spark, table).state is api.LockState.NOT_LOCKED
 
 
 def test_a_writer_waits_for_the_lock_up_to_its_timeout(spark, schema, events):
