@@ -1,6 +1,8 @@
-"""The benchmarks still run: every script parses its defaults, and the scripts whose figures
-the issues quote most (the backfill, the upsert batches, the timeline's cost) run end to end
-at a tiny size, each in its own process as a user runs it, and write their report.
+"""The benchmarks still run: every script parses its defaults, and upsert.py (backfill.py's
+table written by the engine, then batches by ours and by dbt-spark's append and
+insert_overwrite: the write path, the baselines and the report, which most scripts share
+through benchmarks/lib) runs end to end at a tiny size in its own process, as a user runs it, and writes its report. One run,
+not one a script: each costs a JVM start and minutes of CI.
 
 What each script calls in the engine is checked statically for every script as well: mypy
 reads the benchmarks' bodies (pyproject.toml, [tool.mypy]; scripts/typecheck.sh in CI), so a
@@ -31,12 +33,8 @@ def test_every_benchmark_parses_its_defaults(name):
 
 # (script, its tiny-size arguments, the file its report writes under --out)
 RUNS = [
-    ("backfill", ["--rows", "20000", "--input-partitions", "2", "--driver-memory", "1g"],
-     "backfill.md"),
     ("upsert", ["--rows", "6000", "--batches", "2", "--input-partitions", "2",
                 "--driver-memory", "1g"], "upsert.md"),
-    ("timeline", ["--commits", "12", "--few", "2", "--writes", "2", "--rows", "2000",
-                  "--driver-memory", "1g"], "timeline.md"),
 ]
 
 
