@@ -88,10 +88,10 @@ def _names_unreadable_files(fn):
         try:
             # every Spark job of the call is described `<schema.table>: <phase>` in the Spark
             # UI; a write and a service name their own phases within (spark/job.job_phases)
-            with job_phases(spark, f"{table.schema}.{table.identifier}", phase):
+            with job_phases(spark, table.name, phase):
                 return fn(spark, table, *args, **kwargs)
         except UnreadableInstantError as exc:
-            raise exc.of(f"{table.schema}.{table.identifier}") from None
+            raise exc.of(table.name) from None
         except SizedError:
             raise
         except Exception as exc:
@@ -104,7 +104,7 @@ def _names_unreadable_files(fn):
 
 def _users_error(spark: SparkSession, table: TableRef, exc: Exception) -> Optional[SizedError]:
     """_names_unreadable_files' error for `exc`; None when it is none of its kinds."""
-    name = f"{table.schema}.{table.identifier}"
+    name = table.name
     gone = backend(spark).session.lost_server(exc)
     if gone is not None:
         return ConnectionLostError(f"{gone}. {_left_behind(name, 'once the server is back')}")
@@ -187,7 +187,7 @@ def rollback(spark: SparkSession, table: TableRef,
              log: Callable[[str], None] = print) -> RollbackResult:
     """Restore the table to its state before its last completed commit (the record names
     that commit's instant)."""
-    return RollbackResult(_name(table), rollback_last_commit(spark, table, log=log))
+    return RollbackResult(table.name, rollback_last_commit(spark, table, log=log))
 
 
 @_names_unreadable_files
@@ -195,7 +195,7 @@ def restore(spark: SparkSession, table: TableRef, instant: str,
             log: Callable[[str], None] = print) -> RestoreResult:
     """Bring the table back to its state right after a retained completed instant, as a
     new instant (the record's `instant`)."""
-    return RestoreResult(_name(table), instant, restore_table(spark, table, instant, log=log))
+    return RestoreResult(table.name, instant, restore_table(spark, table, instant, log=log))
 
 
 @_names_unreadable_files
@@ -211,7 +211,7 @@ def clean(spark: SparkSession, table: TableRef, options: Optional[Dict[str, Any]
 def recover(spark: SparkSession, table: TableRef,
             log: Callable[[str], None] = print) -> RecoverResult:
     """Roll back the unfinished instants of a crashed write now (the record lists them)."""
-    return RecoverResult(_name(table), tuple(recover_table(spark, table, log=log)))
+    return RecoverResult(table.name, tuple(recover_table(spark, table, log=log)))
 
 
 @_names_unreadable_files
@@ -268,8 +268,5 @@ def report(spark: SparkSession, table: TableRef, path: str,
            log: Callable[[str], None] = print) -> ReportResult:
     """Write the table's HTML report to `path` (the record's `path`: the qualified path
     written)."""
-    return ReportResult(_name(table), write_report(spark, table, path, log=log))
+    return ReportResult(table.name, write_report(spark, table, path, log=log))
 
-
-def _name(table: TableRef) -> str:
-    return f"{table.schema}.{table.identifier}"

@@ -24,7 +24,7 @@ def write_report(spark: SparkSession, table_ref: Union[TableRef, str], path: str
     fs, location = handle.fs, handle.location
     layout = read_layout(spark, table_ref)
     instants = Timeline(fs, location).history()
-    text = render_report(f"{table_ref.schema}.{table_ref.identifier}", layout, instants,
+    text = render_report(table_ref.name, layout, instants,
                          datetime.now(timezone.utc), location=location)
     target = fs.qualify(path)
     fs.write_bytes(target, text.encode("utf-8"), overwrite=True)

@@ -43,7 +43,7 @@ class TableHandle:
 
     @property
     def name(self) -> str:
-        return f"{self.ref.schema}.{self.ref.identifier}"
+        return self.ref.name
 
     @property
     def timeline(self) -> Timeline:

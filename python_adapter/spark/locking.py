@@ -129,14 +129,13 @@ def unlock_table(spark: SparkSession, table: TableRef, force: bool = False) -> U
     fs = handle.fs
     path = CommitProtocol(fs, handle.location).lock_path
     holder = WriterLock(fs, path).read() if fs.exists(path) else {}
-    name = f"{table.schema}.{table.identifier}"
     if not holder and not fs.exists(path):
-        return UnlockResult(name, LockState.NOT_LOCKED, f"{table.quoted} is not locked")
+        return UnlockResult(table.name, LockState.NOT_LOCKED, f"{table.quoted} is not locked")
     shown = describe_holder(holder, path) if holder else f"an unreadable lock; lock file {path}"
     if not force:
-        return UnlockResult(name, LockState.HELD, f"{table.quoted} is locked by {shown}. "
+        return UnlockResult(table.name, LockState.HELD, f"{table.quoted} is locked by {shown}. "
                                                   f"Add force: true to break the lock")
     ended = break_lock(fs, path)
-    return UnlockResult(name, LockState.BROKEN,
+    return UnlockResult(table.name, LockState.BROKEN,
                         f"broke the writer lock of {table.quoted} ({shown}); the next write "
                         f"rolls back its unfinished work" + (f"; {ended}" if ended else ""))

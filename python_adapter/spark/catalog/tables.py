@@ -28,6 +28,11 @@ class TableRef:
     def quoted(self) -> str:
         return f"`{self.schema}`.`{self.identifier}`"
 
+    @property
+    def name(self) -> str:
+        """schema.identifier, as dbt's lines name a relation."""
+        return f"{self.schema}.{self.identifier}"
+
 
 @dataclass(frozen=True)
 class TableInfo:

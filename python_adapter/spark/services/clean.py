@@ -66,7 +66,7 @@ def clean_table(spark: SparkSession, table: TableRef,
     """Clean the table now. options: retain_commits, retain_hours (default: the table's,
     as its last write recorded them)."""
     options = options or {}
-    name = f"{table.schema}.{table.identifier}"
+    name = table.name
     with locked_table(spark, table, "clean", log=log) as here:
         fs, proto = here.fs, here.proto
         recorded = table_retention(proto.timeline)

@@ -124,7 +124,7 @@ def run_clustering(spark: SparkSession, table: TableRef,
     its groups are rewritten (option_overrides' lock_timeout: how long it waits for a load's
     lock, service_lock)."""
     run = _Run(lock=service_lock(option_overrides.pop("lock_timeout", None), "sized_cluster",
-                                 f"{table.schema}.{table.identifier}"))
+                                 table.name))
 
     def schedule(locked):
         return _schedule(locked, cluster_by, strategy, option_overrides)
@@ -144,7 +144,7 @@ def run_compaction(spark: SparkSession, table: TableRef, options: Mapping[str, A
     nothing."""
     options = dict(options)
     lock = service_lock(options.pop("lock_timeout", None), "sized_compact",
-                        f"{table.schema}.{table.identifier}")
+                        table.name)
     with service_progress(spark, table, "compaction", log) as progress:
         handle = open_table(spark, table, progress)
         checked = _compact_options(options, {})
@@ -203,7 +203,7 @@ def _scope(spark, info, table, partitions, where) -> Callable[[Collection[str]],
     """The partitions (directories) a compaction may touch: those `partitions` names and
     `where` selects, both when both are given."""
     named = partition_filter(info.partition_columns, partitions)
-    selected = partition_where(spark, info, f"{table.schema}.{table.identifier}", where)
+    selected = partition_where(spark, info, table.name, where)
 
     def scope(dirs: Collection[str]) -> Set[str]:
         dirs = {d for d in dirs if named(d)}

@@ -32,7 +32,7 @@ def restore_table(spark: SparkSession, table: TableRef, instant: str,
     instant. Nothing changes when `instant` cannot be restored (the error says why and
     names those that can)."""
     instant = str(instant).strip()
-    name = f"{table.schema}.{table.identifier}"
+    name = table.name
     with locked_table(spark, table, "restore", log=log) as here:
         fs, proto = here.fs, here.proto
         timeline = proto.timeline
