@@ -187,8 +187,8 @@ def test_what_a_plan_reads_is_told_only_from_file_sources(spark, schema):
     fs = HadoopFS(spark)
     df = spark.sql(f"select id, day from {source} where day <= date'2025-01-02'")
     on_disk = sum(f.size for f in fs.list_files(describe_table(
-        spark, TableRef(schema, "src")).location) if "2025-01-0" in f.path and
-        f.path.endswith(".parquet") and ("01-01" in f.path or "01-02" in f.path))
+        spark, TableRef(schema, "src")).location) if f.path.endswith(".parquet") and
+        ("/day=2025-01-01/" in f.path or "/day=2025-01-02/" in f.path))
     sizes = read_sizes(fs, df, plan_stats(df, optimized=True).optimized)
     assert len(sizes) == 2 and sum(sizes.values()) == on_disk > 0
     mixed = spark.sql(f"select id from {source} union all select id from range(10)")
