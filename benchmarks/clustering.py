@@ -280,7 +280,7 @@ def parse_args(argv):
                          "span many sessions and sorting by session_id scatters them)")
     ap.add_argument("--target", default="1MB", help="target file size of writes and clustering")
     ap.add_argument("--max-bytes-per-group", default="all",
-                    help="clustering group size (run_clustering max_bytes_per_group): 'all' = "
+                    help="clustering group size (sized_cluster's cluster_max_bytes_per_group): 'all' = "
                          "the table's bytes, one group, a total order over the table; "
                          "'default' = the engine's default (2GB, or 16 x target when larger)")
     ap.add_argument("--queries", type=int, default=3, help="random values per query column (3)")

@@ -11,7 +11,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from pyspark.sql import DataFrame, SparkSession
 
 from python_adapter.core.config import STRATEGIES, SizedConfig, parse_config
-from python_adapter.core.config_keys import MODEL_KEYS, unknown_key_error
+from python_adapter.core.config_keys import (MODEL_KEYS, OPERATIONS, operation_args,
+                                             unknown_key_error)
 from python_adapter.core.notice import Notice
 from python_adapter.core.sizes import count_of
 from python_adapter.core.layout import (LAYOUT_COLUMNS, Layout, file_columns, file_rows,
@@ -54,7 +55,8 @@ from python_adapter.table.settle import wait as wait_for_settling
 from python_adapter.table.timeline import (forget_unfinished_in_this_thread,
                                            unfinished_in_this_thread)
 
-__all__ = ["TableRef", "SizedConfig", "parse_config", "unknown_key_error", "MODEL_KEYS", "Notice", "write_model", "write_dataframe",
+__all__ = ["TableRef", "SizedConfig", "parse_config", "unknown_key_error", "MODEL_KEYS",
+           "OPERATIONS", "operation_args", "Notice", "write_model", "write_dataframe",
            "write_python", "PythonModel",
            "layout", "layout_rows", "layout_limits_text", "file_rows", "file_columns", "layout_problems",
            "LAYOUT_COLUMNS", "timeline", "TIMELINE_COLUMNS", "rollback", "restore", "clean",
@@ -203,7 +205,7 @@ def clean(spark: SparkSession, table: TableRef, options: Optional[Dict[str, Any]
           log: Callable[[str], None] = print) -> CleanResult:
     """Delete set-aside files past retention, archive old instants, remove leftovers.
     options: retain_commits, retain_hours (None: the table's)."""
-    given = {k: v for k, v in (options or {}).items() if v is not None}
+    given = operation_args("sized_clean", options)
     return clean_table(spark, table, given, log=log)
 
 
@@ -221,22 +223,16 @@ def repair(spark: SparkSession, table: TableRef,
     return repair_table(spark, table, log=log)
 
 
-# The operation's argument names (as dbt users write them) -> cluster_options'.
-_CLUSTER_OPTIONS = {"target_file_size": "target_file_size",
-                    "cluster_small_file_limit": "small_file_limit",
-                    "cluster_max_bytes_per_group": "max_bytes_per_group",
-                    "cluster_max_groups": "max_groups"}
-
-
 @_names_unreadable_files
 def cluster(spark: SparkSession, table: TableRef, cluster_by: Optional[Sequence[str]] = None,
             strategy: Optional[str] = None, schedule_only: bool = False,
             options: Optional[Dict[str, Any]] = None,
             log: Callable[[str], None] = print) -> ClusterResult:
     """Schedule a clustering plan (when cluster_by is given) and execute pending plans.
-    options: target_file_size, cluster_small_file_limit, cluster_max_bytes_per_group,
-    cluster_max_groups (None: the default)."""
-    given = {_CLUSTER_OPTIONS.get(k, k): v for k, v in (options or {}).items() if v is not None}
+    options: sized_cluster's other arguments (config_keys.OPERATIONS: target_file_size,
+    cluster_small_file_limit, cluster_max_bytes_per_group, cluster_max_groups, lock_timeout;
+    None: the default)."""
+    given = operation_args("sized_cluster", options)
     with own_session(spark, table.schema, table.identifier) as session:
         return run_clustering(session, table, cluster_by, strategy or "linear",
                               schedule_only=schedule_only, log=log, **given)
@@ -251,8 +247,9 @@ def compact(spark: SparkSession, table: TableRef, options: Optional[Dict[str, An
     options: target_file_size, small_file_limit, max_groups, max_bytes, where (a SQL
     condition on the partition columns), partial_progress (commit every
     partial_progress_groups groups, default 10) (None: the default); partitions: values (or
-    {column: value} mappings) to limit it to (with where, both must hold)."""
-    given = {k: v for k, v in (options or {}).items() if v is not None}
+    {column: value} mappings) to limit it to (with where, both must hold). Every key is one
+    of sized_compact's arguments (config_keys.OPERATIONS)."""
+    given = operation_args("sized_compact", options)
     with own_session(spark, table.schema, table.identifier) as session:
         return run_compaction(session, table, given, partitions, schedule_only=schedule_only,
                               log=log)

@@ -4,10 +4,9 @@
      run), folds those instants into the timeline's archive, and removes hidden leftovers
      (_temporary, _SUCCESS, ...) older than the retention (at least an hour) from the table's
      directory. Runs after every commit too (there it only looks at set-aside files). --#}
-{% macro sized_clean(relation, retain_commits=none, retain_hours=none) %}
+{% macro sized_clean(relation) %}
   {%- set rel = sized_resolve_relation(relation) -%}
-  {%- set message = adapter.sized_clean(rel, {'retain_commits': retain_commits,
-                                              'retain_hours': retain_hours}) -%}
+  {%- set message = adapter.sized_clean(rel, kwargs) -%}
   {{ print(message) }}
   {{ return(message) }}
 {% endmacro %}

@@ -2,26 +2,14 @@
      Bin-packs, per partition, the files below the compaction limit (default: the table's
      small_file_limit) into files of target_file_size, rows in their file order (no sort),
      and splits files above 1.8 x target; one replacecommit in the timeline (sized_rollback
-     undoes it). Optional: partitions (values, or {column: value} mappings), where (a SQL
-     condition on the partition columns, evaluated against each partition's values),
-     max_groups, max_bytes, small_file_limit, target_file_size; partial_progress: true
-     commits every partial_progress_groups groups (default 10), so an interrupted run keeps
-     what it finished; schedule_only: true stores the plan for a later sized_compact or
-     sized_cluster. lock_timeout: how long it waits for a load's writer lock to plan and
-     to commit (default 10m); it rewrites without the lock, so loads go on meanwhile. --#}
-{% macro sized_compact(relation, partitions=none, schedule_only=false, target_file_size=none,
-                       small_file_limit=none, max_groups=none, max_bytes=none, where=none,
-                       partial_progress=none, partial_progress_groups=none, lock_timeout=none) %}
+     undoes it), or with partial_progress one every few groups. It rewrites without the
+     writer lock, so loads go on meanwhile. --#}
+{#-- Its arguments besides relation are declared once, in python_adapter/core/config_keys.py
+     (OPERATIONS; docs/reference/operation-arguments.md): the adapter checks them, naming one
+     it does not take, before Spark starts. --#}
+{% macro sized_compact(relation) %}
   {%- set rel = sized_resolve_relation(relation) -%}
-  {%- set message = adapter.sized_compact(rel, partitions, schedule_only, {
-        'target_file_size': target_file_size,
-        'small_file_limit': small_file_limit,
-        'max_groups': max_groups,
-        'max_bytes': max_bytes,
-        'where': where,
-        'partial_progress': partial_progress,
-        'partial_progress_groups': partial_progress_groups,
-        'lock_timeout': lock_timeout}) -%}
+  {%- set message = adapter.sized_compact(rel, kwargs) -%}
   {{ print(rel.schema ~ '.' ~ rel.identifier ~ ': ' ~ message) }}
   {{ return(message) }}
 {% endmacro %}
@@ -33,7 +21,8 @@
 {% macro sized_compact_hook(partitions=none, where=none, partial_progress=none,
                             partial_progress_groups=none) %}
   {%- if execute -%}
-    {%- set message = adapter.sized_compact(this, partitions, false, {
+    {%- set message = adapter.sized_compact(this, {
+          'partitions': partitions,
           'target_file_size': config.get('target_file_size'),
           'small_file_limit': config.get('small_file_limit'),
           'where': where,

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
-from python_adapter.core.config_keys import KEYS, read
+from python_adapter.core.config_keys import KEYS, operation_default, read
 from python_adapter.core.sizes import parse_duration, parse_size
 from python_adapter.errors import ConfigError
 
@@ -331,21 +331,22 @@ CLUSTER_GROUP_BYTES = 2 * 1000**3  # Hudi's clustering max bytes per group
 class ClusterOptions:
     """A clustering plan's options (Hudi's size-based plan strategy)."""
     cluster_by: Tuple[str, ...]
-    strategy: str = "linear"
-    target_file_size: int = 128 * 1000**2
-    small_file_limit: int = 300 * 1000**2      # Hudi: 300MB, above the write-time 100MB
-    max_bytes_per_group: int = CLUSTER_GROUP_BYTES
-    max_groups: int = 30                      # Hudi: 30
+    strategy: str
+    target_file_size: int
+    small_file_limit: int      # Hudi: 300MB, above the write-time 100MB
+    max_bytes_per_group: int
+    max_groups: int            # Hudi: 30
 
 
 def cluster_options(cluster_by: Union[str, Sequence[str]], strategy: str = "linear",
                     target_file_size: Optional[Union[int, float, str]] = None,
-                    small_file_limit: Optional[Union[int, float, str]] = None,
-                    max_bytes_per_group: Optional[Union[int, float, str]] = None,
-                    max_groups: Optional[int] = None,
+                    cluster_small_file_limit: Optional[Union[int, float, str]] = None,
+                    cluster_max_bytes_per_group: Optional[Union[int, float, str]] = None,
+                    cluster_max_groups: Optional[int] = None,
                     write_small_file_limit: Optional[int] = None) -> ClusterOptions:
-    """Validated clustering options, errors naming the key as for model config; defaults
-    scale from the table's target like Hudi's do from 1GB."""
+    """Validated clustering options (named as sized_cluster's arguments, config_keys.
+    OPERATIONS), errors naming the key as for model config; defaults scale from the table's
+    target like Hudi's do from 1GB."""
     if isinstance(cluster_by, str):
         cluster_by = [cluster_by]
     if not cluster_by or not all(isinstance(c, str) and c for c in cluster_by):
@@ -354,18 +355,19 @@ def cluster_options(cluster_by: Union[str, Sequence[str]], strategy: str = "line
     target = _size("target_file_size", target_file_size, parse_size(DEFAULT_TARGET))
     if target <= 0:
         raise ConfigError(f"target_file_size: must be > 0, got {target_file_size!r}")
-    small = _size("cluster_small_file_limit", small_file_limit,
+    small = _size("cluster_small_file_limit", cluster_small_file_limit,
                   3 * (write_small_file_limit or int(target * SMALL_FILE_RATIO)))
     # A group is sorted as one, so a table below the bound is one sorted run: the bound is
     # what Spark sorts comfortably in one job (Hudi's 2GB), not a multiple of a small target
     # (16 x 512KB cut a 14MB table into two runs, each sorted alone). Large targets keep
     # 16 files a group.
-    group = _size("cluster_max_bytes_per_group", max_bytes_per_group,
+    group = _size("cluster_max_bytes_per_group", cluster_max_bytes_per_group,
                   max(CLUSTER_GROUP_BYTES, 16 * target))
     if group < target:
-        raise ConfigError(f"cluster_max_bytes_per_group: {max_bytes_per_group!r} is smaller than "
-                          f"target_file_size {target_file_size!r}")
-    groups = _positive_int("cluster_max_groups", max_groups) or 30
+        raise ConfigError(f"cluster_max_bytes_per_group: {cluster_max_bytes_per_group!r} is "
+                          f"smaller than target_file_size {target_file_size!r}")
+    groups = _positive_int("cluster_max_groups", cluster_max_groups) or \
+        operation_default("sized_cluster", "cluster_max_groups")
     return ClusterOptions(tuple(cluster_by), strategy, target, small, group, groups)
 
 
@@ -373,19 +375,17 @@ def cluster_options(cluster_by: Union[str, Sequence[str]], strategy: str = "line
 class CompactOptions:
     """A compaction plan's options: files below small_file_limit are bin-packed into files
     of target_file_size; files above SPLIT_RATIO x target are split (Iceberg's rule)."""
-    target_file_size: int = 128 * 1000**2
-    small_file_limit: int = 100 * 1000**2
-    max_bytes_per_group: int = 16 * 128 * 1000**2
-    max_groups: int = 100
+    target_file_size: int
+    small_file_limit: int
+    max_bytes_per_group: int
+    max_groups: int
     max_bytes: Optional[int] = None   # bytes read per run; None: no bound
     # partial progress: groups per commit, so an interrupted run keeps the batches it
     # committed; None: the whole plan is one commit
     partial_progress_groups: Optional[int] = None
 
 
-# Groups per commit with partial_progress: small enough that an interrupted run keeps most
-# of its work, large enough that commits (a lock, a few timeline files each) stay cheap.
-DEFAULT_PARTIAL_PROGRESS_GROUPS = 10
+DEFAULT_PARTIAL_PROGRESS_GROUPS = operation_default("sized_compact", "partial_progress_groups")
 
 
 def compact_options(target_file_size: Optional[Union[int, float, str]] = None,
@@ -408,7 +408,8 @@ def compact_options(target_file_size: Optional[Union[int, float, str]] = None,
     limit = _size("max_bytes", max_bytes)
     if limit is not None and limit <= 0:
         raise ConfigError(f"max_bytes: must be > 0, got {max_bytes!r}")
-    groups = _positive_int("max_groups", max_groups) or 100
+    groups = _positive_int("max_groups", max_groups) or \
+        operation_default("sized_compact", "max_groups")
     return CompactOptions(target, small, 16 * target, groups, limit,
                           _batch_groups(partial_progress, partial_progress_groups))
 

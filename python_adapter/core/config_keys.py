@@ -6,10 +6,11 @@ reference in the docs is rendered from it (`reference_markdown`), and a model's 
 is caught by `unknown_key_error`. Pure.
 """
 import difflib
-from dataclasses import dataclass
-from typing import Any, Collection, Iterable, Mapping, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import Any, Collection, Dict, Iterable, Mapping, Optional, Tuple
 
 from python_adapter.core.retention import DEFAULT_RETAIN_COMMITS, DEFAULT_RETAIN_HOURS
+from python_adapter.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,116 @@ MODEL_KEYS = (
               value=DEFAULT_RETAIN_HOURS),
 )
 KEYS = {k.name: k for k in MODEL_KEYS}
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A run-operation and the arguments it takes besides `relation` (every one takes the
+    table as `relation`); an argument without a default in words or a value is optional
+    unless `required`."""
+    name: str
+    args: Tuple[ConfigKey, ...] = ()
+    required: Tuple[str, ...] = ()
+
+    def arg(self, name: str) -> ConfigKey:
+        return next(a for a in self.args if a.name == name)
+
+
+def _arg(key: str, **changed: Any) -> ConfigKey:
+    """A model key taken as an operation's argument, with what differs there."""
+    return replace(KEYS[key], group="operation", dbt=False, **changed)
+
+
+_TABLES = "the table's (its last write's)"
+_LOCK_TIMEOUT = ConfigKey(
+    "lock_timeout", "duration", "", "how long it waits for a load's writer lock, to plan "
+    "and to commit (it rewrites without it, so loads go on meanwhile)", value="10m")
+_SCHEDULE_ONLY = ConfigKey(
+    "schedule_only", "true or false", "`false`", "only store the plan in the timeline, for "
+    "a later `sized_compact` or `sized_cluster` to execute")
+OPERATIONS = (
+    Operation("sized_compact", (
+        ConfigKey("partitions", "list of values, or of `{column: value}` mappings", "every "
+                  "partition", "the partitions to compact"),
+        ConfigKey("where", "SQL condition on the partition columns", "none",
+                  "the partitions to compact: those whose values hold it (with "
+                  "`partitions`, both must hold)"),
+        _arg("target_file_size", default=_TABLES, value=None),
+        _arg("small_file_limit", default=_TABLES + ", or 100/128 of a given target",
+             doc="files below it are bin-packed"),
+        ConfigKey("max_groups", "whole number", "", "most groups (each rewritten as one) "
+                  "in the plan", value=100),
+        ConfigKey("max_bytes", "size", "none", "most bytes the plan reads"),
+        ConfigKey("partial_progress", "true or false", "`false`",
+                  "commit every `partial_progress_groups` groups, so an interrupted run "
+                  "keeps what it finished"),
+        # small enough that an interrupted run keeps most of its work, large enough that
+        # commits (a lock, a few timeline files each) stay cheap
+        ConfigKey("partial_progress_groups", "whole number", "", "groups per commit with "
+                  "`partial_progress`", value=10),
+        _SCHEDULE_ONLY, _LOCK_TIMEOUT)),
+    Operation("sized_cluster", (
+        _arg("cluster_by", default="a pending plan's",
+             doc="columns to cluster by; without them it executes the pending plans"),
+        _arg("cluster_strategy", name="strategy"),
+        _arg("target_file_size", default=_TABLES, value=None),
+        _arg("cluster_small_file_limit", default="3 x the table's `small_file_limit`",
+             doc="files below it are clustered"),
+        ConfigKey("cluster_max_bytes_per_group", "size", "2GB, or 16 x the target if larger",
+                  "most bytes sorted as one group", group="operation"),
+        ConfigKey("cluster_max_groups", "whole number", "", "most groups in the plan",
+                  value=30),  # Hudi's
+        _SCHEDULE_ONLY, _LOCK_TIMEOUT)),
+    Operation("sized_clean", (
+        _arg("retain_commits", default=_TABLES, value=None, doc="overrides the table's for "
+             "this run"),
+        _arg("retain_hours", default=_TABLES, value=None, doc="overrides the table's for "
+             "this run"))),
+    Operation("sized_restore", (
+        ConfigKey("instant", "instant id (`sized_timeline`)", "", "the retained completed "
+                  "instant whose state to bring back"),), required=("instant",)),
+    Operation("sized_report", (
+        ConfigKey("path", "file path", "", "where to write the HTML report"),),
+        required=("path",)),
+    Operation("sized_unlock", (
+        ConfigKey("force", "true or false", "`false`", "break the lock (for a writer known to "
+                  "be gone)"),)),
+    Operation("sized_layout", (
+        _arg("small_file_limit", default=_TABLES, doc="files below it are counted as small"),
+        _arg("target_file_size", default=_TABLES, value=None,
+             doc="the target the largest file is measured against"),
+        _arg("cluster_by", default="the last clustering's",
+             doc="columns whose min / max per file to show"))),
+    Operation("sized_rollback"), Operation("sized_recover"), Operation("sized_repair"),
+    Operation("sized_timeline"),
+)
+OPERATION = {o.name: o for o in OPERATIONS}
+
+
+def operation_args(operation: str, given: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The arguments given to `operation` that are set (not None), or ConfigError for one it
+    does not take (naming the closest, as for a model key) or a required one missing."""
+    declared = OPERATION[operation]
+    names = [a.name for a in declared.args]
+    for key in sorted(given or {}):
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1, cutoff=TYPO_CUTOFF)
+            hint = f"did you mean `{close[0]}`? " if close else ""
+            takes = ", ".join(["relation", *names])
+            raise ConfigError(f"{key}: not an argument of {operation}; {hint}it takes {takes}. "
+                              f"Nothing was written")
+    args = {k: v for k, v in (given or {}).items() if v is not None}
+    for name in declared.required:
+        if name not in args:
+            raise ConfigError(f"{name}: {operation} needs it ({declared.arg(name).doc})")
+    return args
+
+
+def operation_default(operation: str, name: str) -> Any:
+    """An operation argument's declared default (its `value`)."""
+    return OPERATION[operation].arg(name).value
+
+
 GROUPS = (("writing", "Writing"), ("upsert", "Upsert and microbatch"),
           ("clustering", "Clustering and compaction"), ("commits", "Locking and retention"))
 # How close a model's unknown key must be to one of ours to be taken for a typo of it
@@ -199,5 +310,31 @@ def reference_markdown() -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m python_adapter.core.config_keys > docs/reference/configuration.md
-    print(reference_markdown())
+def operations_markdown() -> str:
+    """The operations' arguments reference of the docs, one table per operation."""
+    lines = ["# Operation arguments", "",
+             "The arguments of every `dbt run-operation`, generated from "
+             "`python_adapter/core/config_keys.py`: each takes the table as `relation` "
+             "(`schema.table`, or a table name in the target's schema), and these besides, "
+             "as `--args '{relation: s.t, key: value}'`. Every value is checked before "
+             "anything is written; an argument an operation does not take fails it, naming "
+             "the closest one. What each operation does: [operations and "
+             "tests](operations.md).", ""]
+    for op in OPERATIONS:
+        lines += [f"## `{op.name}`", ""]
+        if not op.args:
+            lines += ["No argument besides `relation`.", ""]
+            continue
+        lines += ["| argument | type | default | meaning |", "|---|---|---|---|"]
+        for a in op.args:
+            default = "required" if a.name in op.required else a.shown_default
+            lines.append(f"| `{a.name}` | {a.shown_type} | {default} | {a.doc} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    # python -m python_adapter.core.config_keys > docs/reference/configuration.md
+    # python -m python_adapter.core.config_keys operations > docs/reference/operation-arguments.md
+    import sys
+    print(operations_markdown() if sys.argv[1:] == ["operations"] else reference_markdown())

@@ -335,23 +335,29 @@ class SizedSparkAdapter(SparkAdapter):
                 "limits": api.layout_limits_text(layout, small_file_limit, target_file_size)}
 
     @available
-    def sized_cluster(self, relation, cluster_by=None, strategy=None, schedule_only=False,
-                      options: Optional[Dict[str, Any]] = None) -> str:
-        """Schedule a clustering plan (when cluster_by is given) and execute pending plans."""
+    def sized_cluster(self, relation, args: Optional[Dict[str, Any]] = None) -> str:
+        """Schedule a clustering plan (when args hold cluster_by) and execute pending plans.
+        args: sized_cluster's (api.OPERATIONS), checked before Spark starts."""
+        given = _engine_call("sized_cluster", api.operation_args, "sized_cluster", args)
+        cluster_by, strategy = given.pop("cluster_by", None), given.pop("strategy", None)
+        schedule_only = bool(given.pop("schedule_only", False))
         spark = self.connections.spark_session("sized_cluster")
         result = _engine_call("sized_cluster", api.cluster, spark, self._table_ref(relation),
-                              cluster_by, strategy, bool(schedule_only), options, log=_engine_log)
+                              cluster_by, strategy, schedule_only, given, log=_engine_log)
         return result.message
 
     @available
-    def sized_compact(self, relation, partitions=None, schedule_only=False,
-                      options: Optional[Dict[str, Any]] = None) -> str:
+    def sized_compact(self, relation, args: Optional[Dict[str, Any]] = None) -> str:
         """Bin-pack small files and split oversized ones, rows in file order; returns what
-        it did (groups, files before -> after, bytes, time). options: api.compact's (scope
-        by `where`, bounds, partial progress)."""
+        it did (groups, files before -> after, bytes, time). args: sized_compact's
+        (api.OPERATIONS: scope by `partitions` / `where`, bounds, partial progress), checked
+        before Spark starts."""
+        given = _engine_call("sized_compact", api.operation_args, "sized_compact", args)
+        partitions = given.pop("partitions", None)
+        schedule_only = bool(given.pop("schedule_only", False))
         spark = self.connections.spark_session("sized_compact")
         result = _engine_call("sized_compact", api.compact, spark, self._table_ref(relation),
-                              options, partitions, bool(schedule_only), log=_engine_log)
+                              given, partitions, schedule_only, log=_engine_log)
         return result.message
 
     @available
@@ -389,12 +395,14 @@ class SizedSparkAdapter(SparkAdapter):
                             str(instant), log=_engine_log)
 
     @available
-    def sized_clean(self, relation, options: Optional[Dict[str, Any]] = None) -> str:
+    def sized_clean(self, relation, args: Optional[Dict[str, Any]] = None) -> str:
         """Delete set-aside files past retention, archive old instants, remove leftovers;
-        returns what it did."""
+        returns what it did. args: sized_clean's (api.OPERATIONS), checked before Spark
+        starts."""
+        given = _engine_call("sized_clean", api.operation_args, "sized_clean", args)
         spark = self.connections.spark_session("sized_clean")
         return _engine_call("sized_clean", api.clean, spark, self._table_ref(relation),
-                            options, log=_engine_log).message
+                            given, log=_engine_log).message
 
     @available
     def sized_recover(self, relation) -> api.RecoverResult:

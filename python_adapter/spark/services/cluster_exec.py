@@ -38,6 +38,7 @@ from python_adapter.core.compaction import (SPLIT_RATIO, file_runs, pack_outputs
                                             partition_filter, plan_compaction)
 from python_adapter.core.config import (ClusterOptions, CompactOptions, cluster_options,
                                         compact_options)
+from python_adapter.core.config_keys import operation_default
 from python_adapter.core.routing import routing_keys
 from python_adapter.core.sizes import count_of, format_duration, format_size, parse_duration
 from python_adapter.errors import ConfigError, WriteError
@@ -158,7 +159,7 @@ def run_compaction(spark: SparkSession, table: TableRef, options: Mapping[str, A
 
 # How long a table service waits for the writer lock a load holds, to plan and to commit,
 # unless the operation's lock_timeout says otherwise: services run beside loads.
-SERVICE_LOCK_TIMEOUT = 600.0
+SERVICE_LOCK_TIMEOUT = parse_duration(operation_default("sized_compact", "lock_timeout"))
 
 
 def service_lock(lock_timeout: Any = None, operation: str = "sized_compact",

@@ -249,7 +249,7 @@ def upsert_crash_recovery_and_clustering(project, home, target):
     # the clustering) and a clean past one commit.
     report = project / "orders.html"
     (recovered, check, rerun, timeline, clustered, check2, layout, out, compacted,
-     bad_where, restored, check1, cleaned, restored_again) = _dbt_steps(
+     bad_where, bad_arg, restored, check1, cleaned, restored_again) = _dbt_steps(
         project, home, target,
         ["run-operation", "sized_recover", "--args", "{relation: sized_it.orders}"],
         ["test", "--select", "orders_hold_each_key_once"],
@@ -266,6 +266,7 @@ def upsert_crash_recovery_and_clustering(project, home, target):
          "where: \"day <= '2025-03-02'\", partial_progress: true}"],
         ["run-operation", "sized_compact", "--args",
          "{relation: sized_it.orders, where: 'value > 3'}"],
+        ["run-operation", "sized_compact", "--args", "{relation: sized_it.orders, max_group: 2}"],
         ["run-operation", "sized_restore", "--args",
          f"{{relation: sized_it.orders, instant: '{first_instant}'}}"],
         ["test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 1}"],
@@ -303,6 +304,10 @@ def upsert_crash_recovery_and_clustering(project, home, target):
     assert bad_where.returncode != 0
     assert ("where: 'value > 3' names `value`, which is not a partition column of "
             "sized_it.orders") in bad_where.stdout, bad_where.stdout[-3000:]
+    # an argument the operation does not take: refused naming it and the closest one
+    assert bad_arg.returncode != 0
+    assert ("sized_compact: max_group: not an argument of sized_compact; did you mean "
+            "`max_groups`?") in bad_arg.stdout, bad_arg.stdout[-3000:]
     # the restore went to the first commit, the one the timeline shows as the full build
     assert re.search(rf"\| {first_instant} \|[^|]+\| commit\s+\| completed \| full_refresh",
                      timeline.stdout), timeline.stdout[-3000:]

@@ -16,8 +16,8 @@ from python_adapter.core.curves import (MAX_TABLE_ENTRIES, KEY_BITS, hilbert_ind
 
 
 def test_groups_take_small_files_largest_first_within_bytes_bound():
-    opts = cluster_options(["a"], target_file_size=100, small_file_limit=90,
-                           max_bytes_per_group=200)
+    opts = cluster_options(["a"], target_file_size=100, cluster_small_file_limit=90,
+                           cluster_max_bytes_per_group=200)
     files = {"d=1": [("f1", 10), ("f2", 80), ("f3", 95), ("f4", 60), ("f5", 70)],
              "d=2": [("g1", 20)]}
     groups = plan_groups(files, opts)
@@ -28,8 +28,8 @@ def test_groups_take_small_files_largest_first_within_bytes_bound():
 
 
 def test_group_cap_and_exclusions():
-    opts = cluster_options(["a"], target_file_size=100, small_file_limit=90,
-                           max_bytes_per_group=100, max_groups=2)
+    opts = cluster_options(["a"], target_file_size=100, cluster_small_file_limit=90,
+                           cluster_max_bytes_per_group=100, cluster_max_groups=2)
     files = {"p": [(f"f{i}", 50) for i in range(10)]}
     groups = plan_groups(files, opts, excluded={"f0", "f1"})
     assert len(groups) == 2
@@ -46,7 +46,7 @@ def test_defaults_scale_with_target_and_errors_name_keys():
 def test_a_table_below_2GB_at_a_small_target_is_sorted_as_one_group():
     """Issue 49: 14 MB at a 512 KB target was cut into two groups of 16 x target, each sorted
     alone, so a point query on the sort column read twice the rows one sorted run gives."""
-    opts = cluster_options("a", target_file_size="512KB", small_file_limit="1GB")
+    opts = cluster_options("a", target_file_size="512KB", cluster_small_file_limit="1GB")
     assert opts.max_bytes_per_group == 2 * 1000**3
     files = {"d=1": [(f"f{i}.parquet", 450 * 1000) for i in range(31)]}  # ~14 MB
     groups = plan_groups(files, opts)
@@ -57,7 +57,7 @@ def test_a_table_below_2GB_at_a_small_target_is_sorted_as_one_group():
     with pytest.raises(ValueError, match="cluster_by"):
         cluster_options([])
     with pytest.raises(ValueError, match="cluster_max_bytes_per_group"):
-        cluster_options(["a"], target_file_size="10MB", max_bytes_per_group="1MB")
+        cluster_options(["a"], target_file_size="10MB", cluster_max_bytes_per_group="1MB")
 
 
 @pytest.mark.parametrize("curve", [z_value, hilbert_index])

@@ -94,7 +94,7 @@ def test_curve_clustering_prunes_both_columns_better_than_linear(spark, schema, 
     run_clustering(spark, small_files_table, ["session"], "linear", target_file_size=6_000, **QUIET)
     linear_user = sum(files_hit("user_id", v) for v in (17, 250, 480))
     run_clustering(spark, small_files_table, ["session", "user_id"], "zorder",
-                   target_file_size=6_000, small_file_limit=10**9, **QUIET)
+                   target_file_size=6_000, cluster_small_file_limit=10**9, **QUIET)
     zorder_user = sum(files_hit("user_id", v) for v in (17, 250, 480))
     assert zorder_user < linear_user
 
@@ -116,7 +116,7 @@ def test_curve_clustering_cuts_files_like_a_grid(spark, schema, strategy, cols):
     before = sorted(tuple(r) for r in spark.table(f"{schema}.grid_{strategy}").collect())
     target = 24_000
     run_clustering(spark, table, cols, strategy, target_file_size=target,
-                   small_file_limit=10**9, max_bytes_per_group=10**9, **QUIET)
+                   cluster_small_file_limit=10**9, cluster_max_bytes_per_group=10**9, **QUIET)
     assert sorted(tuple(r) for r in spark.table(f"{schema}.grid_{strategy}").collect()) == before
     files = read_layout(spark, table, cols).files
     n = len(files)
