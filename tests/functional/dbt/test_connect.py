@@ -60,19 +60,19 @@ def test_upsert_crash_recovery_and_clustering_over_connect(server, tmp_path):
 
 def test_integration_project_over_connect(server, tmp_path):
     """dbt's own views, tables, seeds, tests and incrementals and every sized model of the
-    integration project, built and then built again incrementally, with its data tests
-    (each source row once, files sized)."""
+    integration project, built once, with its data tests (each source row once, files
+    sized). Built once, not again incrementally as on the session (test_dbt_project.py):
+    an incremental run over Connect is the upsert scenario's above, and a second build of
+    the whole project cost two minutes of CI."""
     url, state = server
     drop_schema(url, "sized_it")
     project = _project(tmp_path, "integration_tests")
     small = ["--vars", "{event_days: 20, base_rows_per_day: 300}"]
-    first, second = _dbt_steps(project, state, "connect", ["build", *small], ["build", *small])
+    (first,) = _dbt_steps(project, state, "connect", ["build", *small])
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
-    assert "Completed successfully" in first.stdout
-    assert second.returncode == 0, second.stdout[-4000:]
+    assert "Completed successfully" in first.stdout and "ERROR=0" in first.stdout
     out = _plain(first.stdout)
     assert "OK created sql sized_incremental model sized_it.events_upsert" in out
-    assert "ERROR=0" in second.stdout
 
 
 def test_python_models_over_connect(server, tmp_path):
