@@ -1,9 +1,12 @@
-"""Every model config key the adapter reads: its type, default and meaning, in one place.
+"""Every model config key the adapter reads, and every run-operation's arguments: their
+type, default and meaning, in one place.
 
 The source of truth for three things: `core/config.parse_config` reads a key only through
 `read` (a key missing here is a programming error the unit tests catch), the configuration
 reference in the docs is rendered from it (`reference_markdown`), and a model's unknown key
-is caught by `unknown_key_error`. Pure.
+is caught by `unknown_key_error`. Likewise OPERATIONS for the run-operations: their
+reference (`operations_markdown`), the check of what a call gives (`operation_args`) and
+the services' defaults (`operation_default`). Pure.
 """
 import difflib
 from dataclasses import dataclass, replace
@@ -156,8 +159,7 @@ KEYS = {k.name: k for k in MODEL_KEYS}
 @dataclass(frozen=True)
 class Operation:
     """A run-operation and the arguments it takes besides `relation` (every one takes the
-    table as `relation`); an argument without a default in words or a value is optional
-    unless `required`."""
+    table as `relation`); each is optional unless named in `required`."""
     name: str
     args: Tuple[ConfigKey, ...] = ()
     required: Tuple[str, ...] = ()
@@ -317,8 +319,9 @@ def operations_markdown() -> str:
              "`python_adapter/core/config_keys.py`: each takes the table as `relation` "
              "(`schema.table`, or a table name in the target's schema), and these besides, "
              "as `--args '{relation: s.t, key: value}'`. Every value is checked before "
-             "anything is written; an argument an operation does not take fails it, naming "
-             "the closest one. What each operation does: [operations and "
+             "anything is written, and an argument an operation does not take fails it "
+             "(`sized_compact`, `sized_cluster` and `sized_clean` name the closest one). "
+             "What each operation does: [operations and "
              "tests](operations.md).", ""]
     for op in OPERATIONS:
         lines += [f"## `{op.name}`", ""]
