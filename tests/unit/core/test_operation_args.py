@@ -76,3 +76,22 @@ def test_the_engine_applies_the_declared_defaults():
     names = set(cluster_options.__code__.co_varnames[:cluster_options.__code__.co_argcount])
     declared = {a.name for a in OPERATION["sized_cluster"].args}
     assert names - {"write_small_file_limit"} <= declared | {"strategy"}
+
+
+def test_every_run_operation_in_the_docs_gives_arguments_the_operation_takes():
+    import yaml
+
+    pattern = re.compile(r"run-operation (sized_\w+) --args '(\{.*?\})'")
+    pages = [os.path.join(REPO, "README.md")] + [
+        os.path.join(root, name) for root, _dirs, files in os.walk(os.path.join(REPO, "docs"))
+        for name in files if name.endswith(".md")]
+    seen = 0
+    for page in pages:
+        with open(page) as fh:
+            for operation, args in pattern.findall(fh.read()):
+                given = yaml.safe_load(args.replace("...", ""))
+                if operation in OPERATION and "<" not in args:
+                    given.pop("relation", None)
+                    operation_args(operation, given)   # raises on one it does not take
+                    seen += 1
+    assert seen >= 15
