@@ -10,7 +10,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "python_adapter"
 # Lower layers first: a module may import its own layer and those before it. errors is
 # the one hierarchy every layer raises from.
-LAYERS = ["errors", "core", "io", "table", "spark", "report", "api"]
+LAYERS = ["errors", "core", "io", "table", "spark", "report", "api", "cli"]
 MAX_PARAMETERS = 7
 
 

@@ -1,0 +1,5 @@
+import sys
+
+from python_adapter.cli import main
+
+sys.exit(main())
