@@ -3,7 +3,7 @@
 #   bash scripts/setup.sh        # for the tests: .venv, the package with both methods' Spark
 #                                # (the `all` extra: pyspark 4 and its Connect client) and the
 #                                # test, bench and typecheck extras, on the newest dbt-core 1.12
-#                                # that resolves
+#                                # that resolves; and the S3A jars (`sized-spark jars s3a`)
 #   bash scripts/setup.sh demo   # for the demo: .venv, the package with the `session` extra
 #   PYSPARK=3.5 bash scripts/setup.sh   # .venv-pyspark3.5: the `session` and test extras on
 #                                       # pyspark 3.5 (which has no Spark Connect)
@@ -38,4 +38,12 @@ elif [ -n "${PYSPARK:-}" ]; then
   python -m pip install -q ".[session,test]" "pyspark==$PYSPARK.*" "$DBT" "${OLD_NUMPY[@]}"
 else
   python -m pip install -q ".[all,test,bench,typecheck]" "$DBT"
+  # the object-store tests' S3A jars (hadoop-aws at pyspark's Hadoop version and the AWS SDK
+  # bundle, ~690 MB), fetched once into the user's cache by Maven (installed when missing)
+  if ! command -v mvn >/dev/null; then
+    echo "installing Maven (the S3A jars come from Maven Central through it)"
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq maven >/dev/null
+  fi
+  sized-spark jars s3a >/dev/null
 fi

@@ -17,6 +17,7 @@ from python_adapter.core.sizes import count_of
 from python_adapter.io.connect_client import call
 from python_adapter.io.fs import FileStatus
 from python_adapter.io.interfaces import Fence
+from python_adapter.io.storage import SCHEME, check_once, rename_refusal
 
 
 def _status(row) -> FileStatus:
@@ -38,6 +39,13 @@ class ConnectFS:
 
     def drop_fence(self, lock: str) -> None:
         self._fences.pop(lock, None)
+
+    def check_commit_safe(self, lock_path: str) -> None:
+        """The server's filesystem, checked once per filesystem and process (io/storage.py):
+        its local disk and HDFS pass, an object store is refused by its scheme (its rename
+        is not atomic) before any of the server's writes there."""
+        uri = lock_path if SCHEME.match(lock_path) else self.qualify(lock_path)
+        check_once(uri, lambda: rename_refusal(uri))
 
     def _call(self, op: str, **args: Any) -> Any:
         return call(self.spark, f"fs.{op}", **args)

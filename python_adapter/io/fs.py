@@ -3,8 +3,8 @@
 Everything the engine does to files goes through here, so a warehouse on HDFS or a
 `file://` URI works the same as a local directory. The commit protocol needs an atomic
 create-if-absent (the writer lock) and an atomic rename (publishing): local disk gives both
-and HDFS does by the Hadoop contract (untested here); S3A and other object stores give
-neither and are not supported (docs/storage.md). The one shortcut: `read_bytes` of an
+and HDFS does by the Hadoop contract (untested here); an object store's rename is a copy
+and a delete, and io/storage.py refuses it before the first commit (docs/storage.md). The one shortcut: `read_bytes` of an
 explicit `file:` URI (timeline instants, the lock) reads the local file directly, and
 `list_dir` of one lists it directly.
 """
@@ -12,7 +12,9 @@ import errno
 import os
 import re
 import stat
+import uuid
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Set, Tuple,
                     cast)
 
@@ -21,6 +23,13 @@ if TYPE_CHECKING:  # a hint only: the table layer's tests import this module wit
 
 from python_adapter.io.jvm_errors import Py4JJavaError
 from python_adapter.io.fast_local_fs import decode_fields, jar_loaded
+from python_adapter.io.storage import (CONDITIONAL_CREATE, OBJECT_STORES, SCHEME, check_once,
+                                       no_conditional_create, rename_refusal)
+
+# The refusals of a create-if-absent of a file that exists (HDFS, Hadoop's local filesystem;
+# S3A's conditional PUT answered 412)
+_EXISTS = frozenset({"org.apache.hadoop.fs.FileAlreadyExistsException",
+                     "org.apache.hadoop.fs.s3a.RemoteFileChangedException"})
 
 # Hadoop's FileStatus.toString(): "<Class>{path=...; isDirectory=...; length=... (files only);
 # ...; modification_time=...; ...}". One py4j call per entry instead of one per attribute
@@ -272,12 +281,50 @@ class HadoopFS:
                 out.write(data)
             return
         jpath = self._path(path)
-        stream = self._fs(jpath).create(jpath, overwrite)
+        fs = self._fs(jpath)
+        if not overwrite and fs.hasPathCapability(jpath, CONDITIONAL_CREATE):
+            # an object store's create-if-absent: the PUT is conditional (If-None-Match), so
+            # of two creators exactly one succeeds; the other's close() is refused
+            stream = fs.createFile(jpath).must(CONDITIONAL_CREATE, True).build()
+        else:
+            stream = fs.create(jpath, overwrite)
         try:
             stream.write(bytearray(data))
             stream.hflush()
         finally:
             stream.close()
+
+    def check_commit_safe(self, lock_path: str) -> None:
+        """Refuses (StorageRefusedError) a filesystem lacking a guarantee the commit protocol
+        needs (io/storage.py), checked once per filesystem and process, after the lock at
+        `lock_path` was taken and before anything else is written."""
+        uri = lock_path if SCHEME.match(lock_path) else self.qualify(lock_path)
+        check_once(uri, lambda: self._refusal(uri))
+
+    def _refusal(self, uri: str) -> Optional[str]:
+        if local_path(uri) is not None:
+            return None  # an exclusive create (O_EXCL) and the OS's atomic rename
+        jpath = self._path(uri)
+        fs = self._fs(jpath)
+        if (urlsplit(uri).scheme in OBJECT_STORES
+                and not fs.hasPathCapability(jpath, CONDITIONAL_CREATE)):
+            return no_conditional_create(uri, str(self._jvm.org.apache.hadoop.util
+                                                  .VersionInfo.getVersion()))
+        if not self._second_create_refused(f"{uri}.probe-{uuid.uuid4().hex}"):
+            return ("it does not honour create-if-absent (a file created twice, the second "
+                    "time only if absent, was not refused), so two writers could both take "
+                    "a table's lock")
+        return rename_refusal(uri)
+
+    def _second_create_refused(self, probe: str) -> bool:
+        self.write_bytes(probe, b"probe")
+        try:
+            self.write_bytes(probe, b"probe")
+            return False
+        except Py4JJavaError as exc:
+            return _java_class(exc) in _EXISTS
+        finally:
+            self.delete(probe, recursive=False)
 
     def holder_extra(self) -> dict:
         """What a writer lock records of its holder beyond host and pid: nothing here (the
@@ -299,6 +346,10 @@ class HadoopFS:
 
     def drop_fence(self, lock: str) -> None:
         """Nothing held (hold_fence)."""
+
+
+def _java_class(exc: Py4JJavaError) -> str:
+    return str(exc.java_exception.getClass().getName())
 
 
 @dataclass(frozen=True)

@@ -171,6 +171,10 @@ class LocalFS:
         own process, which is gone."""
         return None
 
+    def check_commit_safe(self, lock_path: str) -> None:
+        """Nothing to check: local disk has an exclusive create (O_EXCL) and an atomic
+        rename, the two guarantees of io/storage.py."""
+
     def hold_fence(self, fence: Fence) -> None:
         """Nothing to fence: this process makes the changes itself, and they end with it."""
 

@@ -234,6 +234,7 @@ class WriterLock:
                     self._holder = holder
                     _HELD[self.path] = self
             if current is None:
+                self._check_commit_safe()
                 if self.covers:
                     self.fs.hold_fence(Fence(self.path, holder["token"], self.covers))
                 self._start_heartbeat(options)
@@ -246,6 +247,16 @@ class WriterLock:
                                 f"writer lock ({describe_holder(current, self.path)})"))
             time.sleep(min(options.poll, max(0.0, start + wait - time.monotonic())))
             waited = time.monotonic() - start
+
+    def _check_commit_safe(self) -> None:
+        """The first lock taken on a filesystem checks, before anything else is written
+        there, that it gives what the commit protocol needs (io/storage.py); a refused one
+        gets its lock back."""
+        try:
+            self.fs.check_commit_safe(self.path)
+        except Exception:
+            self.release()
+            raise
 
     def _held_message(self, current: dict, waited: float, options: LockOptions) -> str:
         return (f"the table is being written by another writer "

@@ -76,14 +76,15 @@ def step_succeeded(output, index):
     return f"{STEP_END} {index} success=True" in output
 
 
-def _dbt_steps(project, home, target, *steps, short_jvm=True, dies=False, wrap=()):
+def _dbt_steps(project, home, target, *steps, short_jvm=True, dies=False, wrap=(),
+               env_extra=None):
     """Several dbt commands in one process (tests/functional/dbt_steps.py): one JVM start
     instead of one per command. Returns a _Step per command, in order (each with the
     process's whole stderr). dies: the last command kills the process (an injected crash);
     its _Step has the process's exit status and the output it wrote before. wrap: a command
-    the process runs under (`unshare -m sh -c ...`)."""
+    the process runs under (`unshare -m sh -c ...`). env_extra: more environment."""
     out = _dbt(project, home, target, runner=[*wrap, *steps_command(project, target, *steps)],
-               short_jvm=short_jvm)
+               short_jvm=short_jvm, env_extra=env_extra)
     results, current = [], None
     for line in out.stdout.splitlines(keepends=True):
         if line.startswith(f"{STEP_BEGIN} "):

@@ -1,0 +1,58 @@
+"""io/storage.py: which filesystems the commit protocol refuses, and that each is checked
+once per process (a refusal every time)."""
+import pytest
+
+from python_adapter.io import storage
+from python_adapter.io.storage import StorageRefusedError, check_once, rename_refusal, root_of
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    storage.forget_checked()
+    yield
+    storage.forget_checked()
+
+
+def test_the_root_is_the_scheme_and_the_authority():
+    assert root_of("s3a://bucket/wh/db.db/.sized/t/lock") == "s3a://bucket"
+    assert root_of("hdfs://nn:8020/wh/t/lock") == "hdfs://nn:8020"
+    assert root_of("file:/tmp/wh/t/lock") == "file:"
+
+
+@pytest.mark.parametrize("uri", ["s3a://b/t/lock", "s3://b/t/lock", "gs://b/t/lock",
+                                 "wasbs://c@a.blob.core.windows.net/t/lock"])
+def test_an_object_store_is_refused_for_its_rename(uri):
+    why = rename_refusal(uri)
+    assert why is not None and why.startswith(uri.split(":")[0] + " is an object store")
+    assert "docs/storage.md" in why
+
+
+@pytest.mark.parametrize("uri", ["file:/tmp/t/lock", "hdfs://nn:8020/t/lock",
+                                 "viewfs://cluster/t/lock", "abfss://c@a.dfs.core.windows.net/t"])
+def test_local_disk_and_hdfs_pass(uri):
+    assert rename_refusal(uri) is None
+
+
+def test_a_filesystem_is_checked_once_and_a_refusal_every_time():
+    calls = []
+
+    def check(answer):
+        def run():
+            calls.append(answer)
+            return answer
+        return run
+
+    check_once("hdfs://nn/a/lock", check(None))
+    check_once("hdfs://nn/b/lock", check("never asked"))
+    assert calls == [None]
+    for _ in range(2):
+        with pytest.raises(StorageRefusedError, match=r"^cannot commit to s3a://b \(the "
+                           r"table's lock s3a://b/t/lock\): no$"):
+            check_once("s3a://b/t/lock", check("no"))
+    assert calls == [None, "no", "no"]
+
+
+def test_s3a_without_conditional_create_is_told_the_setting_and_the_hadoop_it_needs():
+    why = storage.no_conditional_create("s3a://b/t/lock", "3.3.4")
+    assert "set spark.hadoop.fs.s3a.create.conditional.enabled=true" in why
+    assert "this Spark has Hadoop 3.3.4" in why and "pyspark 4.x" in why
