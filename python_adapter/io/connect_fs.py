@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from python_adapter.core.sizes import count_of
 from python_adapter.io.connect_client import call
-from python_adapter.io.fs import FileStatus
+from python_adapter.io.fs import FileStatus, Versioned
 from python_adapter.io.interfaces import Fence
 from python_adapter.io.storage import SCHEME, check_once, rename_refusal
 
@@ -39,6 +39,17 @@ class ConnectFS:
 
     def drop_fence(self, lock: str) -> None:
         self._fences.pop(lock, None)
+
+    def versioned(self, path: str) -> bool:
+        """No compare-and-swap here: the Connect server's lock is taken by exclusive create and
+        taken over by rename (table/lock.py)."""
+        return False
+
+    def read_versioned(self, path: str) -> Optional[Versioned]:
+        raise NotImplementedError("versioned(path) is False: no versioned reads")
+
+    def replace_if(self, path: str, data: bytes, version: str) -> bool:
+        raise NotImplementedError("versioned(path) is False: no conditional replace")
 
     def check_commit_safe(self, lock_path: str) -> None:
         """The server's filesystem, checked once per filesystem and process (io/storage.py):

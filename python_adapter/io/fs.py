@@ -23,13 +23,17 @@ if TYPE_CHECKING:  # a hint only: the table layer's tests import this module wit
 
 from python_adapter.io.jvm_errors import Py4JJavaError
 from python_adapter.io.fast_local_fs import decode_fields, jar_loaded
-from python_adapter.io.storage import (CONDITIONAL_CREATE, OBJECT_STORES, SCHEME, check_once,
-                                       no_conditional_create, rename_refusal)
+from python_adapter.io.storage import (CONDITIONAL_CREATE, CONDITIONAL_ETAG, OBJECT_STORES,
+                                       SCHEME, check_once, no_conditional_create,
+                                       rename_refusal)
 
 # The refusals of a create-if-absent of a file that exists (HDFS, Hadoop's local filesystem;
 # S3A's conditional PUT answered 412)
 _EXISTS = frozenset({"org.apache.hadoop.fs.FileAlreadyExistsException",
                      "org.apache.hadoop.fs.s3a.RemoteFileChangedException"})
+# A conditional PUT or a bound read refused: the object changed (412) or went (404)
+_CHANGED_OR_GONE = frozenset({"org.apache.hadoop.fs.s3a.RemoteFileChangedException",
+                              "java.io.FileNotFoundException"})
 
 # Hadoop's FileStatus.toString(): "<Class>{path=...; isDirectory=...; length=... (files only);
 # ...; modification_time=...; ...}". One py4j call per entry instead of one per attribute
@@ -47,6 +51,13 @@ class FileStatus:
     is_dir: bool
     size: int
     modified_ms: int
+
+
+@dataclass(frozen=True)
+class Versioned:
+    """A file's bytes and the store's version of them (S3's ETag), read in one step."""
+    data: bytes
+    version: str
 
 
 class HadoopFS:
@@ -296,8 +307,8 @@ class HadoopFS:
 
     def check_commit_safe(self, lock_path: str) -> None:
         """Refuses (StorageRefusedError) a filesystem lacking a guarantee the commit protocol
-        needs (io/storage.py), checked once per filesystem and process, after the lock at
-        `lock_path` was taken and before anything else is written."""
+        needs (io/storage.py), checked once per filesystem and process, before a commit
+        takes the lock at `lock_path`."""
         uri = lock_path if SCHEME.match(lock_path) else self.qualify(lock_path)
         check_once(uri, lambda: self._refusal(uri))
 
@@ -315,6 +326,60 @@ class HadoopFS:
                     "time only if absent, was not refused), so two writers could both take "
                     "a table's lock")
         return rename_refusal(uri)
+
+    def versioned(self, path: str) -> bool:
+        """Whether the store replaces a file only if unchanged (S3A's conditional PUT on the
+        ETag, `If-Match`): the writer lock is then renewed and taken over by compare-and-swap
+        (table/lock.py). Local disk and HDFS: no (their lock uses exclusive create and
+        rename)."""
+        if local_path(path) is not None:
+            return False
+        jpath = self._path(path)
+        return bool(self._fs(jpath).hasPathCapability(jpath, CONDITIONAL_ETAG))
+
+    def read_versioned(self, path: str) -> Optional[Versioned]:
+        """The file's bytes with their ETag, or None when there is no file. The read is
+        bound to the ETag of the status it starts from (S3A's change detection), so bytes
+        and version belong together; a file replaced in between is read again."""
+        jpath = self._path(path)
+        fs = self._fs(jpath)
+        for _ in range(5):
+            try:
+                status = fs.getFileStatus(jpath)
+            except Py4JJavaError as exc:
+                if _java_class(exc) == "java.io.FileNotFoundException":
+                    return None
+                raise
+            try:
+                stream = fs.openFile(jpath).withFileStatus(status).build().get()
+                try:
+                    data = bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+                finally:
+                    stream.close()
+            except Py4JJavaError as exc:
+                if _java_classes(exc) & _CHANGED_OR_GONE:
+                    continue  # replaced or deleted since its status was read: look again
+                raise
+            return Versioned(data, str(status.getEtag()))
+        raise IOError(f"{path} kept changing while it was read")
+
+    def replace_if(self, path: str, data: bytes, version: str) -> bool:
+        """Replace the file only if its version is still `version` (a conditional PUT,
+        `If-Match`); False when it changed or went meanwhile."""
+        jpath = self._path(path)
+        stream = self._fs(jpath).createFile(jpath).must(CONDITIONAL_ETAG, version).build()
+        try:
+            stream.write(bytearray(data))
+        except Py4JJavaError:
+            stream.close()
+            raise
+        try:
+            stream.close()
+        except Py4JJavaError as exc:
+            if _java_classes(exc) & _CHANGED_OR_GONE:
+                return False
+            raise
+        return True
 
     def _second_create_refused(self, probe: str) -> bool:
         self.write_bytes(probe, b"probe")
@@ -350,6 +415,16 @@ class HadoopFS:
 
 def _java_class(exc: Py4JJavaError) -> str:
     return str(exc.java_exception.getClass().getName())
+
+
+def _java_classes(exc: Py4JJavaError) -> Set[str]:
+    """The classes of the Java error and of its causes (S3A's RemoteFileChangedException
+    holds the SDK's S3Exception; a stream's IOException may hold S3A's)."""
+    found, java = set(), exc.java_exception
+    while java is not None and len(found) < 20:
+        found.add(str(java.getClass().getName()))
+        java = java.getCause()
+    return found
 
 
 @dataclass(frozen=True)

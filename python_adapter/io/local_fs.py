@@ -20,8 +20,8 @@ from typing import Callable, Iterable, Iterator, List, Optional, Set, Tuple
 # Three of them are private there and the architecture test forbids importing a private
 # name, so they are reached through the module until io/fs.py makes them public (then
 # they are imported by name here).
-from python_adapter.io.fs import (FileStatus, checksum_of, hidden, list_local_dir, local_path,
-                                  rename_local)
+from python_adapter.io.fs import (FileStatus, Versioned, checksum_of, hidden, list_local_dir,
+                                  local_path, rename_local)
 from python_adapter.io.interfaces import Fence
 
 # A URI scheme (hdfs:, s3a:, file://host): storage this class does not reach.
@@ -170,6 +170,17 @@ class LocalFS:
         """Nothing to end after a stale lock was taken over: its holder's work ran in its
         own process, which is gone."""
         return None
+
+    def versioned(self, path: str) -> bool:
+        """No compare-and-swap here: local disk's lock is taken by exclusive create and
+        taken over by rename (table/lock.py)."""
+        return False
+
+    def read_versioned(self, path: str) -> Optional[Versioned]:
+        raise NotImplementedError("versioned(path) is False: no versioned reads")
+
+    def replace_if(self, path: str, data: bytes, version: str) -> bool:
+        raise NotImplementedError("versioned(path) is False: no conditional replace")
 
     def check_commit_safe(self, lock_path: str) -> None:
         """Nothing to check: local disk has an exclusive create (O_EXCL) and an atomic

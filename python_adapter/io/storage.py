@@ -1,5 +1,5 @@
 """What a filesystem must guarantee for the commit protocol, checked once per filesystem
-and process before the engine's first write there (docs/storage.md).
+and process before the first commit there takes its lock (table/commit.py, docs/storage.md).
 
 The protocol needs (1) create-if-absent: of two writers creating the same file, exactly
 one succeeds (the writer lock, each timeline instant), and (2) a publish that is atomic per
@@ -18,6 +18,7 @@ from python_adapter.errors import ConfigError
 # Filesystems whose rename is a copy and a delete (Hadoop's object-store connectors)
 OBJECT_STORES = frozenset({"s3a", "s3", "s3n", "gs", "wasb", "wasbs", "oss", "cosn", "obs"})
 CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite"
+CONDITIONAL_ETAG = "fs.option.create.conditional.overwrite.etag"
 
 # A path that starts with a URI scheme is qualified already (a table's paths are)
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")

@@ -128,8 +128,8 @@ def unlock_table(spark: SparkSession, table: TableRef, force: bool = False) -> U
     handle = open_table(spark, table, reading=True)
     fs = handle.fs
     path = CommitProtocol(fs, handle.location).lock_path
-    holder = WriterLock(fs, path).read() if fs.exists(path) else {}
-    if not holder and not fs.exists(path):
+    holder = WriterLock(fs, path).holder()
+    if holder is None:
         return UnlockResult(table.name, LockState.NOT_LOCKED, f"{table.quoted} is not locked")
     shown = describe_holder(holder, path) if holder else f"an unreadable lock; lock file {path}"
     if not force:

@@ -56,6 +56,9 @@ class CommitProtocol:
 
     # -- lock ----------------------------------------------------------------------------
     def acquire_lock(self, operation: str, options: LockOptions = LockOptions()) -> None:
+        # the filesystem gives what this protocol needs (checked once per filesystem and
+        # process, io/storage.py): a refusal before anything is written there
+        self.fs.check_commit_safe(self.lock_path)
         settle.wait(self.location)  # this process's last commit to the table settles first
         migrate_legacy_meta(self.fs, self.location, self.log)
         self.lock.acquire(operation, options)

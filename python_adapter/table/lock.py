@@ -10,6 +10,13 @@ pid now used by another process (it started after the lock was taken, or at anot
 than the holder), or a holder from before this machine's last boot. Hosts must agree on the
 time to well within a lease.
 
+On a store that replaces a file only if unchanged (an object store's conditional PUT on
+the ETag: `fs.versioned`), the lock is one object whose content is its state: taken by a
+conditional create, or by a compare-and-swap over a stale holder's or a released state;
+renewed by compare-and-swap; released by writing a released state the same way. No rename
+and no delete race: of two writers swapping out the same state, one wins. Elsewhere (local
+disk, HDFS) a stale lock is set aside by a rename and a released one deleted.
+
 A writer that finds the lock held waits up to its `lock_timeout`, then fails naming the
 holder. Before it publishes and before it completes, the holder checks that the lock is
 still its own (a lease that expired while the process was frozen, or a forced unlock).
@@ -48,6 +55,8 @@ STALE_MARK = ".stale."
 # the name is free; once deleted, such a rename would catch the new holder's lock (given
 # back, but its holder may find it lost meanwhile). An hour is far past any such look.
 SET_ASIDE_GRACE_MS = 3600_000
+# A lock released by compare-and-swap (a versioned store) records only when
+RELEASED = "released_ms"
 
 
 # Where a model's writer sets how long it waits for a held lock (the lock error says it)
@@ -214,6 +223,7 @@ class WriterLock:
         self._beat: Optional[threading.Event] = None
         self._holder: dict = {}
         self._mutex = threading.Lock()  # a renewal never races the release
+        self._swaps: Optional[bool] = None   # fs.versioned(path), asked once
 
     @property
     def token(self) -> Optional[str]:
@@ -234,7 +244,6 @@ class WriterLock:
                     self._holder = holder
                     _HELD[self.path] = self
             if current is None:
-                self._check_commit_safe()
                 if self.covers:
                     self.fs.hold_fence(Fence(self.path, holder["token"], self.covers))
                 self._start_heartbeat(options)
@@ -248,16 +257,6 @@ class WriterLock:
             time.sleep(min(options.poll, max(0.0, start + wait - time.monotonic())))
             waited = time.monotonic() - start
 
-    def _check_commit_safe(self) -> None:
-        """The first lock taken on a filesystem checks, before anything else is written
-        there, that it gives what the commit protocol needs (io/storage.py); a refused one
-        gets its lock back."""
-        try:
-            self.fs.check_commit_safe(self.path)
-        except Exception:
-            self.release()
-            raise
-
     def _held_message(self, current: dict, waited: float, options: LockOptions) -> str:
         return (f"the table is being written by another writer "
                 f"({describe_holder(current, self.path)})"
@@ -267,9 +266,18 @@ class WriterLock:
                 f"--args '{{relation: <schema.table>, force: true}}' (or delete the lock "
                 f"file); the next write rolls back its unfinished work")
 
+    @property
+    def swaps(self) -> bool:
+        """Whether this lock is renewed and taken over by compare-and-swap (module doc)."""
+        if self._swaps is None:
+            self._swaps = self.fs.versioned(self.path)
+        return self._swaps
+
     def _try_take(self, holder: dict) -> Optional[dict]:
         """None when the lock was taken for `holder` (a stale one taken over), else the
         current holder's record."""
+        if self.swaps:
+            return self._try_swap_in(holder)
         for attempt in range(4):
             try:
                 self.fs.write_bytes(self.path, json.dumps(holder).encode(), overwrite=False)
@@ -289,6 +297,34 @@ class WriterLock:
                     ended = self.fs.end_holder(current)
                     if ended:
                         self.log(Notice(ended))
+        return self.read() or {"host": "?", "pid": "?", "operation": "?"}
+
+    def _try_swap_in(self, holder: dict) -> Optional[dict]:
+        """_try_take on a versioned store: a conditional create, else a compare-and-swap over
+        a released or stale state (a writer that swapped first wins; look again)."""
+        data = json.dumps(holder).encode()
+        for attempt in range(4):
+            try:
+                self.fs.write_bytes(self.path, data, overwrite=False)
+                return None
+            except Exception:  # the conditional create refused: there is a lock object
+                found = self.fs.read_versioned(self.path)
+                if found is None:
+                    if attempt == 3:
+                        raise
+                    continue  # broken (deleted) meanwhile: create again
+            current = _record(found.data)
+            why = "released" if is_released(current) else stale_reason(current, self.path)
+            if why is None:
+                return current
+            if self.fs.replace_if(self.path, data, found.version):
+                if not is_released(current):
+                    self.log(Notice(f"recovering stale writer lock of pid "
+                                    f"{current.get('pid')} on {current.get('host')} ({why})"))
+                    ended = self.fs.end_holder(current)
+                    if ended:
+                        self.log(Notice(ended))
+                return None
         return self.read() or {"host": "?", "pid": "?", "operation": "?"}
 
     def _set_aside(self, stale: dict) -> bool:
@@ -335,6 +371,9 @@ class WriterLock:
         with self._mutex:
             if self._beat is None or self._beat.is_set():
                 return False  # released meanwhile
+            renewed = {**self._holder, "renewed_ms": int(time.time() * 1000)}
+            if self.swaps:
+                return self._swap_renewed(renewed)
             current = self.read()
             if not current:  # raises when the filesystem does not answer: a missed beat,
                 self.fs.exists(self.path)  # not a lost lock (a Connect server gone)
@@ -342,9 +381,22 @@ class WriterLock:
                 self.log(f"the writer lock {self.path} was taken over; this write will not "
                          f"commit")
                 return False
-            self._holder = {**self._holder, "renewed_ms": int(time.time() * 1000)}
+            self._holder = renewed
             self.fs.write_bytes(self.path, json.dumps(self._holder).encode(), overwrite=True)
             return True
+
+    def _swap_renewed(self, renewed: dict) -> bool:
+        """The renewal on a versioned store: swapped in only over this holder's own state,
+        so a takeover between the look and the write loses the renewal, not the lock's new
+        holder (under the mutex)."""
+        found = self.fs.read_versioned(self.path)
+        if (found is None or _record(found.data).get("token") != self._holder.get("token")
+                or not self.fs.replace_if(self.path, json.dumps(renewed).encode(),
+                                          found.version)):
+            self.log(f"the writer lock {self.path} was taken over; this write will not commit")
+            return False
+        self._holder = renewed
+        return True
 
     def ensure_held(self) -> None:
         """LockError unless the lock file is still this holder's (checked before publishing
@@ -373,13 +425,25 @@ class WriterLock:
         return self.read()
 
     def read(self) -> dict:
+        """The holder's record ({} for none: no lock, an unreadable one, or released)."""
         try:
-            data = json.loads(self.fs.read_bytes(self.path).decode() or "{}")
-            return data if isinstance(data, dict) else {}
-        except (ValueError, OSError):
+            current = _record(self.fs.read_bytes(self.path))
+        except OSError:
             return {}
         except Exception:  # py4j: the file vanished between exists() and the read
             return {}
+        return {} if is_released(current) else current
+
+    def holder(self) -> Optional[dict]:
+        """None when the table is not locked (no lock, or a released one), else the
+        holder's record ({} when it is unreadable)."""
+        if not self.fs.exists(self.path):
+            return None
+        try:
+            current = _record(self.fs.read_bytes(self.path))
+        except Exception:  # gone since exists(), or unreadable
+            return None if not self.fs.exists(self.path) else {}
+        return None if is_released(current) else current
 
     def stop(self) -> None:
         """Stop renewing and forget the hold, the lock file left as it is (it is moved, or
@@ -393,8 +457,29 @@ class WriterLock:
 
     def release(self) -> None:
         self.stop()
+        if self.swaps:
+            found = self.fs.read_versioned(self.path)
+            if found is not None and _record(found.data).get("token") == self.token:
+                # a takeover meanwhile wins the swap: its lock stays
+                self.fs.replace_if(self.path, json.dumps(
+                    {RELEASED: int(time.time() * 1000)}).encode(), found.version)
+            return
         if self.read().get("token") == self._holder.get("token"):
             self.fs.delete(self.path, recursive=False)
+
+
+def _record(data: bytes) -> dict:
+    """A lock file's record ({} when it holds none that parses)."""
+    try:
+        parsed = json.loads(data.decode() or "{}")
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def is_released(record: dict) -> bool:
+    """A lock released by compare-and-swap: a state that records no holder, only when."""
+    return RELEASED in record and "token" not in record
 
 
 @contextmanager
