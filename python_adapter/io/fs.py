@@ -4,9 +4,9 @@ Everything the engine does to files goes through here, so a warehouse on HDFS or
 `file://` URI works the same as a local directory. The commit protocol needs an atomic
 create-if-absent (the writer lock) and an atomic rename (publishing): local disk gives both
 and HDFS does by the Hadoop contract (untested here); an object store's rename is a copy
-and a delete, and io/storage.py refuses it before the first commit (docs/storage.md). The one shortcut: `read_bytes` of an
-explicit `file:` URI (timeline instants, the lock) reads the local file directly, and
-`list_dir` of one lists it directly.
+and a delete, and io/storage.py refuses it before the first commit (docs/storage.md). The
+one shortcut: `read_bytes` of an explicit `file:` URI (timeline instants, the lock) reads
+the local file directly, and `list_dir` of one lists it directly.
 """
 import errno
 import os

@@ -417,8 +417,10 @@ class Timeline:
         self._archive_listing = None
 
     def write(self, instant: Instant) -> Instant:
+        """Each instant's state is one file, written once, only if absent (an exclusive
+        create; on an object store a conditional PUT): never rewritten, never renamed."""
         name, data = instant.file_name, encode(instant)
-        self.fs.write_bytes(f"{self.dir}/{name}", data, overwrite=True)
+        self.fs.write_bytes(f"{self.dir}/{name}", data, overwrite=False)
         if self._listing is not None:  # the kept listing gains the file, as read back
             self._listing = [st for st in self._listing if st.name != name] + [
                 FileStatus(path=f"{self.dir}/{name}", name=name, is_dir=False, size=-1,
