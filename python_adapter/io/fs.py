@@ -420,7 +420,8 @@ def _java_class(exc: Py4JJavaError) -> str:
 def _java_classes(exc: Py4JJavaError) -> Set[str]:
     """The classes of the Java error and of its causes (S3A's RemoteFileChangedException
     holds the SDK's S3Exception; a stream's IOException may hold S3A's)."""
-    found, java = set(), exc.java_exception
+    found: Set[str] = set()
+    java = exc.java_exception
     while java is not None and len(found) < 20:
         found.add(str(java.getClass().getName()))
         java = java.getCause()
