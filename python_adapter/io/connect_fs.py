@@ -11,13 +11,14 @@ hands).
 """
 import base64
 import os
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from python_adapter.core.sizes import count_of
 from python_adapter.io.connect_client import call
-from python_adapter.io.fs import FileStatus, Versioned
+from python_adapter.io.fs import FileStatus
 from python_adapter.io.interfaces import Fence
-from python_adapter.io.storage import SCHEME, check_once, rename_refusal
+from python_adapter.io.storage import (SCHEME, Versioned, check_once, is_object_store,
+                                       no_conditional_create, refusal)
 
 
 def _status(row) -> FileStatus:
@@ -41,22 +42,48 @@ class ConnectFS:
         self._fences.pop(lock, None)
 
     def versioned(self, path: str) -> bool:
-        """No compare-and-swap here: the Connect server's lock is taken by exclusive create and
-        taken over by rename (table/lock.py)."""
-        return False
+        """Whether the server's store replaces a file only if unchanged (S3A's conditional
+        PUT on the ETag): the writer lock is then renewed and taken over by compare-and-swap
+        (table/lock.py)."""
+        return bool(self._call("versioned", path=path))
 
     def read_versioned(self, path: str) -> Optional[Versioned]:
-        raise NotImplementedError("versioned(path) is False: no versioned reads")
+        found = self._call("read_versioned", path=path)
+        return None if found is None else Versioned(base64.b64decode(found["data"]),
+                                                    found["version"])
 
     def replace_if(self, path: str, data: bytes, version: str) -> bool:
-        raise NotImplementedError("versioned(path) is False: no conditional replace")
+        return bool(self._fenced("replace_if", path, path=path, version=version,
+                                 data=base64.b64encode(data).decode()))
 
     def check_commit_safe(self, lock_path: str) -> None:
-        """The server's filesystem, checked once per filesystem and process (io/storage.py):
-        its local disk and HDFS pass, an object store is refused by its scheme (its rename
-        is not atomic) before any of the server's writes there."""
+        """The server's filesystem, checked once per filesystem and process as HadoopFS checks
+        its own (io/storage.py), the probe's files made and deleted by the server."""
         uri = lock_path if SCHEME.match(lock_path) else self.qualify(lock_path)
-        check_once(uri, lambda: rename_refusal(uri))
+        if uri.startswith("file:"):
+            return  # the server's local disk: an exclusive create and the OS's rename
+
+        def no_conditional() -> Optional[str]:
+            store = self._call("capabilities", path=uri)
+            return None if store["conditional_create"] else no_conditional_create(
+                uri, store["hadoop"])
+        check_once(uri, lambda: refusal(self, uri, no_conditional))
+
+    def renames_atomically(self, path: str) -> bool:
+        """As HadoopFS says of the server's store: by its scheme."""
+        uri = path if SCHEME.match(path) else self.qualify(path)
+        return not is_object_store(uri)
+
+    def copy_many(self, pairs: Sequence[Tuple[str, str]],
+                  after_each: Optional[Callable[[], None]] = None) -> None:
+        """Each src copied to dst by the server, fenced as a rename is (its Hadoop rename
+        there, a copy and a delete on an object store: a copy's source may go, which the
+        commit protocol allows); one request, or one a pair under fault injection."""
+        self._batched("copy_many", pairs, after_each)
+
+    def delete_files(self, paths: Sequence[str],
+                     after_each: Optional[Callable[[], None]] = None) -> None:
+        self._batched("delete_files", [[p] for p in paths], after_each)
 
     def _call(self, op: str, **args: Any) -> Any:
         return call(self.spark, f"fs.{op}", **args)
@@ -116,22 +143,25 @@ class ConnectFS:
 
     def rename_many(self, pairs: Iterable[Tuple[str, str]],
                     after_each: Optional[Callable[[], None]] = None) -> None:
-        """All pairs in one request, in order, each destination directory made once. Under
-        the crash tests' fault injection (SIZED_SPARK_FAULT set) the pairs go one request
-        each, with after_each (a fault point) run after each, so a test can kill the client
-        between two renames; otherwise after_each runs once per pair after the request."""
-        pairs = [list(p) for p in pairs]  # type: ignore[misc]  # lists: the request's JSON arrays
-        if not pairs:
+        """All pairs in one request, in order, each destination directory made once."""
+        self._batched("rename_many", list(pairs), after_each)
+
+    def _batched(self, op: str, items: Sequence[Sequence[str]],
+                 after_each: Optional[Callable[[], None]]) -> None:
+        """`op` over all items in one request. Under the crash tests' fault injection
+        (SIZED_SPARK_FAULT set) one request an item, with after_each (a fault point) run
+        after each, so a test can kill the client between two; otherwise after_each runs
+        once per item after the request."""
+        batch = [list(item) for item in items]
+        if not batch:
             return
         one_by_one = after_each is not None and bool(os.environ.get("SIZED_SPARK_FAULT"))
-        for batch in ([[p] for p in pairs] if one_by_one else [pairs]):
-            self._fenced("rename_many", batch[0][0], pairs=batch)
+        for part in ([[item] for item in batch] if one_by_one else [batch]):
+            self._fenced(op, part[0][0], pairs=part)
             if one_by_one:
-                assert after_each is not None  # one_by_one implies it
-                after_each()
-        if after_each is not None and not one_by_one:
-            for _ in pairs:
-                after_each()
+                after_each()  # type: ignore[misc]  # one_by_one implies it
+        for _ in batch if after_each is not None and not one_by_one else ():
+            after_each()  # type: ignore[misc]  # not None here
 
     def rename(self, src: str, dst: str) -> None:
         self.rename_many([(src, dst)])

@@ -1,12 +1,13 @@
 """File work through the Hadoop FileSystem of the Spark session.
 
-Everything the engine does to files goes through here, so a warehouse on HDFS or a
-`file://` URI works the same as a local directory. The commit protocol needs an atomic
-create-if-absent (the writer lock) and an atomic rename (publishing): local disk gives both
-and HDFS does by the Hadoop contract (untested here); an object store's rename is a copy
-and a delete, and io/storage.py refuses it before the first commit (docs/storage.md). The
-one shortcut: `read_bytes` of an explicit `file:` URI (timeline instants, the lock) reads
-the local file directly, and `list_dir` of one lists it directly.
+Everything the engine does to files goes through here, so a warehouse on HDFS, on S3
+through S3A, or at a `file://` URI works the same as a local directory. What each store
+gives the commit protocol (io/storage.py, checked before the first commit there): local
+disk and HDFS an exclusive create and an atomic rename; S3A a conditional create, a
+replace conditional on the ETag (`versioned`, `read_versioned`, `replace_if`) and
+server-side copies (`copy_many`), its rename being a copy and a delete. The shortcuts:
+`read_bytes` of an explicit `file:` URI (timeline instants, the lock) reads the local file
+directly, and `list_dir` of one lists it directly.
 """
 import errno
 import os
@@ -15,8 +16,9 @@ import stat
 import uuid
 from dataclasses import dataclass
 from urllib.parse import urlsplit
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Set, Tuple,
-                    cast)
+from concurrent.futures import ThreadPoolExecutor
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Set,
+                    Tuple, TypeVar, cast)
 
 if TYPE_CHECKING:  # a hint only: the table layer's tests import this module without Spark
     from pyspark.sql import SparkSession
@@ -24,13 +26,9 @@ if TYPE_CHECKING:  # a hint only: the table layer's tests import this module wit
 from python_adapter.io.jvm_errors import Py4JJavaError
 from python_adapter.io.fast_local_fs import decode_fields, jar_loaded
 from python_adapter.io.storage import (CONDITIONAL_CREATE, CONDITIONAL_ETAG, OBJECT_STORES,
-                                       SCHEME, check_once, no_conditional_create,
-                                       rename_refusal)
+                                       SCHEME, Versioned, check_once, no_conditional_create,
+                                       refusal, root_of)
 
-# The refusals of a create-if-absent of a file that exists (HDFS, Hadoop's local filesystem;
-# S3A's conditional PUT answered 412)
-_EXISTS = frozenset({"org.apache.hadoop.fs.FileAlreadyExistsException",
-                     "org.apache.hadoop.fs.s3a.RemoteFileChangedException"})
 # A conditional PUT or a bound read refused: the object changed (412) or went (404)
 _CHANGED_OR_GONE = frozenset({"org.apache.hadoop.fs.s3a.RemoteFileChangedException",
                               "java.io.FileNotFoundException"})
@@ -51,13 +49,6 @@ class FileStatus:
     is_dir: bool
     size: int
     modified_ms: int
-
-
-@dataclass(frozen=True)
-class Versioned:
-    """A file's bytes and the store's version of them (S3's ETag), read in one step."""
-    data: bytes
-    version: str
 
 
 class HadoopFS:
@@ -260,6 +251,94 @@ class HadoopFS:
         """Move src to dst (parent created); raises if the filesystem refuses."""
         self.rename_many([(src, dst)])
 
+    def renames_atomically(self, path: str) -> bool:
+        """Local disk and HDFS rename atomically; an object store's rename is a copy and a
+        delete (the commit protocol then moves files by copy_many and delete_files)."""
+        uri = path if SCHEME.match(path) else self.qualify(path)
+        return urlsplit(uri).scheme not in OBJECT_STORES
+
+    def copy_many(self, pairs: Sequence[Tuple[str, str]],
+                  after_each: Optional[Callable[[], None]] = None) -> None:
+        """Copy each src to dst (one filesystem), each appearing whole or not at all. On S3A
+        a server-side CopyObject through S3A's own client and request factory (its
+        encryption and other settings), several at once; a file above S3's 5 GiB copy limit
+        is moved by S3A's rename instead (a multipart copy, then its delete: the commit
+        protocol allows a copy's source to go). Under the crash tests' fault injection
+        (SIZED_SPARK_FAULT) one at a time, after_each after each; otherwise after_each runs
+        once per pair at the end."""
+        if not pairs:
+            return
+        fs = self._fs(self._path(pairs[0][0]))
+        copy = self._s3_copy(fs) if _is_s3a(fs) else self._stream_copy(fs)
+        if after_each is not None and os.environ.get("SIZED_SPARK_FAULT"):
+            for src, dst in pairs:
+                copy(src, dst)
+                after_each()
+            return
+        in_parallel(lambda pair: copy(*pair), pairs)
+        for _ in pairs if after_each is not None else ():
+            after_each()  # type: ignore[misc]  # not None here
+
+    def _s3_copy(self, fs: Any) -> Callable[[str, str], None]:
+        client = fs.getS3AInternals().getAmazonS3Client("sized-spark publish")
+        factory = fs.getRequestFactory()
+
+        def copy(src: str, dst: str) -> None:
+            jsrc, jdst = self._path(src), self._path(dst)
+            head = fs.getObjectMetadata(jsrc)  # the source's metadata, carried to the copy
+            if int(head.contentLength()) > S3_COPY_LIMIT:
+                if not fs.rename(jsrc, jdst):
+                    raise IOError(f"rename refused: {src} -> {dst}")
+                return
+            client.copyObject(factory.newCopyObjectRequestBuilder(
+                fs.pathToKey(jsrc), fs.pathToKey(jdst), head).build())
+        return copy
+
+    def _stream_copy(self, fs: Any) -> Callable[[str, str], None]:
+        # another filesystem whose rename copies: through this process, not server-side
+        util = self._jvm.org.apache.hadoop.fs.FileUtil
+
+        def copy(src: str, dst: str) -> None:
+            if not util.copy(fs, self._path(src), fs, self._path(dst), False, True, self._conf):
+                raise IOError(f"copy refused: {src} -> {dst}")
+        return copy
+
+    def delete_files(self, paths: Sequence[str],
+                     after_each: Optional[Callable[[], None]] = None) -> None:
+        """Delete each file (one already gone is skipped): on S3A in pages of its bulk
+        delete (one request for up to a page of keys), otherwise one by one; under fault
+        injection one by one, after_each after each."""
+        if not paths:
+            return
+        fs = self._fs(self._path(paths[0]))
+        one_by_one = after_each is not None and bool(os.environ.get("SIZED_SPARK_FAULT"))
+        if _is_s3a(fs) and not one_by_one:
+            self._bulk_delete(fs, paths)
+        else:
+            for path in paths:
+                self._fs(self._path(path)).delete(self._path(path), False)
+                if one_by_one:
+                    after_each()  # type: ignore[misc]  # one_by_one implies it
+        for _ in paths if after_each is not None and not one_by_one else ():
+            after_each()  # type: ignore[misc]  # not None here
+
+    def _bulk_delete(self, fs: Any, paths: Sequence[str]) -> None:
+        root = self._path(root_of(paths[0]) + "/")
+        bulk = fs.createBulkDelete(root)
+        try:
+            page = max(1, int(bulk.pageSize()))
+            for start in range(0, len(paths), page):
+                batch = self._jvm.java.util.ArrayList()
+                for path in paths[start:start + page]:
+                    batch.add(self._path(path))
+                failed = bulk.bulkDelete(batch)
+                if not failed.isEmpty():
+                    first = failed.get(0)
+                    raise IOError(f"{failed.size()} of {batch.size()} deletes refused, the "
+                                  f"first {first.getKey()}: {first.getValue()}")
+        finally:
+            bulk.close()
+
     def delete(self, path: str, recursive: bool = True) -> bool:
         jpath = self._path(path)
         return bool(self._fs(jpath).delete(jpath, recursive))
@@ -316,16 +395,11 @@ class HadoopFS:
         if local_path(uri) is not None:
             return None  # an exclusive create (O_EXCL) and the OS's atomic rename
         jpath = self._path(uri)
-        fs = self._fs(jpath)
-        if (urlsplit(uri).scheme in OBJECT_STORES
-                and not fs.hasPathCapability(jpath, CONDITIONAL_CREATE)):
-            return no_conditional_create(uri, str(self._jvm.org.apache.hadoop.util
-                                                  .VersionInfo.getVersion()))
-        if not self._second_create_refused(f"{uri}.probe-{uuid.uuid4().hex}"):
-            return ("it does not honour create-if-absent (a file created twice, the second "
-                    "time only if absent, was not refused), so two writers could both take "
-                    "a table's lock")
-        return rename_refusal(uri)
+        return refusal(self, uri, lambda: None if self._fs(jpath).hasPathCapability(
+            jpath, CONDITIONAL_CREATE) else no_conditional_create(uri, self._hadoop_version()))
+
+    def _hadoop_version(self) -> str:
+        return str(self._jvm.org.apache.hadoop.util.VersionInfo.getVersion())
 
     def versioned(self, path: str) -> bool:
         """Whether the store replaces a file only if unchanged (S3A's conditional PUT on the
@@ -381,16 +455,6 @@ class HadoopFS:
             raise
         return True
 
-    def _second_create_refused(self, probe: str) -> bool:
-        self.write_bytes(probe, b"probe")
-        try:
-            self.write_bytes(probe, b"probe")
-            return False
-        except Py4JJavaError as exc:
-            return _java_class(exc) in _EXISTS
-        finally:
-            self.delete(probe, recursive=False)
-
     def holder_extra(self) -> dict:
         """What a writer lock records of its holder beyond host and pid: nothing here (the
         holder is this process; ConnectFS adds its Connect session)."""
@@ -411,6 +475,29 @@ class HadoopFS:
 
     def drop_fence(self, lock: str) -> None:
         """Nothing held (hold_fence)."""
+
+
+# S3's CopyObject copies up to 5 GiB; a larger object needs a multipart copy
+S3_COPY_LIMIT = 5 * 1024 ** 3
+# Copies made at once: each is one request the server carries out (bytes do not pass here)
+COPY_THREADS = 16
+_T = TypeVar("_T")
+
+
+def in_parallel(work: Callable[[_T], None], items: Sequence[_T]) -> None:
+    """work(item) for every item on a few threads (py4j gives each its own connection);
+    the first failure is raised once all have ended."""
+    if len(items) == 1:
+        work(items[0])
+        return
+    with ThreadPoolExecutor(min(COPY_THREADS, len(items)),
+                            thread_name_prefix="sized-copy") as pool:
+        for future in [pool.submit(work, item) for item in items]:
+            future.result()
+
+
+def _is_s3a(fs: Any) -> bool:
+    return str(fs.getScheme()) == "s3a"
 
 
 def _java_class(exc: Py4JJavaError) -> str:

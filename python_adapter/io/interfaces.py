@@ -3,8 +3,10 @@ storage, the metastore, query plans, Parquet footers and the session itself. Two
 implementations: py4j into the driver's JVM (io/session_backend.py) and the Connect
 server's extension (io/connect_backend.py).
 
-A third dimension comes with object stores (what a filesystem guarantees): it belongs to
-the FileSystem implementations, not to their callers.
+A third dimension comes with object stores (what a filesystem guarantees): each
+FileSystem says what it gives (`renames_atomically`, `versioned`) and the table layer
+picks its protocol from that (table/commit.py, table/lock.py); no caller asks for a
+scheme.
 """
 from dataclasses import dataclass
 from typing import (TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, Optional, Protocol, Sequence,
@@ -13,7 +15,8 @@ from typing import (TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, Optio
 if TYPE_CHECKING:  # a hint only: the table layer imports this module without Spark
     from pyspark.sql import types as T
 
-from python_adapter.io.fs import FileStatus, Versioned
+from python_adapter.io.fs import FileStatus
+from python_adapter.io.storage import Versioned
 
 StagedFooter = Tuple[str, int, int, str, str]   # (uri, bytes, rows, key min, key max)
 
@@ -41,6 +44,11 @@ class FileSystem(Protocol):
     def rename_many(self, pairs: Iterable[Tuple[str, str]],
                     after_each: Optional[Callable[[], None]] = None) -> None: ...
     def rename(self, src: str, dst: str) -> None: ...
+    def renames_atomically(self, path: str) -> bool: ...
+    def copy_many(self, pairs: Sequence[Tuple[str, str]],
+                  after_each: Optional[Callable[[], None]] = None) -> None: ...
+    def delete_files(self, paths: Sequence[str],
+                     after_each: Optional[Callable[[], None]] = None) -> None: ...
     def drop_checksums(self, paths: Iterable[str]) -> None: ...
     def drop_checksums_below(self, directory: str) -> int: ...
     def delete(self, path: str, recursive: bool = True) -> bool: ...

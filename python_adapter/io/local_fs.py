@@ -14,15 +14,16 @@ import os
 import re
 import shutil
 import stat
-from typing import Callable, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 # io/fs.py's local-disk functions, which HadoopFS's fast paths use: shared, not copied.
 # Three of them are private there and the architecture test forbids importing a private
 # name, so they are reached through the module until io/fs.py makes them public (then
 # they are imported by name here).
-from python_adapter.io.fs import (FileStatus, Versioned, checksum_of, hidden, list_local_dir,
-                                  local_path, rename_local)
+from python_adapter.io.fs import (FileStatus, checksum_of, hidden, list_local_dir, local_path,
+                                  rename_local)
 from python_adapter.io.interfaces import Fence
+from python_adapter.io.storage import Versioned
 
 # A URI scheme (hdfs:, s3a:, file://host): storage this class does not reach.
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
@@ -43,7 +44,15 @@ def local_of(path: str) -> str:
 
 class LocalFS:
     """io/interfaces.FileSystem on local disk, in this process (io/fs.HadoopFS says what
-    each call guarantees). Holds nothing: every call goes to the OS."""
+    each call guarantees). Holds nothing but its mode: every call goes to the OS.
+
+    copying=True: local disk as an object store sees it, for the table layer's tests of
+    the object-store protocol without a server: `renames_atomically` is False, so the
+    commit protocol moves files by copy_many (each copy appears whole, as an object does)
+    and delete_files."""
+
+    def __init__(self, copying: bool = False) -> None:
+        self.copying = copying
 
     def qualify(self, path: str) -> str:
         """`file:/abs/path`, what HadoopFS.qualify gives a local path."""
@@ -101,6 +110,31 @@ class LocalFS:
     def rename(self, src: str, dst: str) -> None:
         """Move src to dst (parent created); raises if the OS refuses."""
         self.rename_many([(src, dst)])
+
+    def renames_atomically(self, path: str) -> bool:
+        """The OS's rename is atomic (unless this LocalFS plays an object store)."""
+        return not self.copying
+
+    def copy_many(self, pairs: Sequence[Tuple[str, str]],
+                  after_each: Optional[Callable[[], None]] = None) -> None:
+        """Copy each src to dst, in order, each written under a temporary name and renamed,
+        so it appears whole or not at all (as an object store's copy does)."""
+        for src, dst in pairs:
+            target = local_of(dst)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            partial = f"{target}.copying"
+            shutil.copyfile(local_of(src), partial)
+            os.rename(partial, target)
+            if after_each is not None:
+                after_each()
+
+    def delete_files(self, paths: Sequence[str],
+                     after_each: Optional[Callable[[], None]] = None) -> None:
+        """Delete each file, in order; one already gone is skipped."""
+        for path in paths:
+            self.delete(path, recursive=False)
+            if after_each is not None:
+                after_each()
 
     def drop_checksums(self, paths: Iterable[str]) -> None:
         """Delete the `.<name>.crc` side files beside `paths`, which Hadoop's local

@@ -5,10 +5,20 @@ After any crash the table holds exactly the files of its last completed commit: 
 rolls every unfinished instant back (moving published files out and set-aside files back),
 which is safe to repeat if recovery itself is interrupted. The set-aside files of the last
 completed commit are kept so `sized_rollback` can restore the state before it.
+
+A file moves by one rename where the filesystem renames atomically (local disk, HDFS). On
+an object store, whose rename is a copy and a delete, a move is those two steps made by
+the protocol itself (`object_store_steps`): the copy (server-side; an object appears whole
+or not at all), then, for a file leaving the table, its delete. A copy's source outside the
+table (staging, a set-aside directory) is left for that directory's own deletion. A crash
+between the two leaves the file at both paths with the same bytes, since no instant moves
+a file to a path another of its files leaves (`mark_inflight` refuses it): recovery then
+only deletes the copy still in the table, where a rename-based recovery would keep both.
 """
 import time
 from dataclasses import replace
-from typing import Callable, Collection, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import (Any, Callable, Collection, Dict, Iterable, List, Optional, Sequence, Set,
+                    Tuple)
 
 from python_adapter.core.notice import Notice
 from python_adapter.io.interfaces import FileSystem
@@ -53,6 +63,10 @@ class CommitProtocol:
 
     def final_path(self, rel_path: str) -> str:
         return f"{self.location}/{rel_path}"
+
+    def in_table(self, path: str) -> bool:
+        """Whether a path is where the table's readers look (not staging or set aside)."""
+        return path.startswith(f"{self.location}/")
 
     # -- lock ----------------------------------------------------------------------------
     def acquire_lock(self, operation: str, options: LockOptions = LockOptions()) -> None:
@@ -131,9 +145,14 @@ class CommitProtocol:
         rollback of a few hundred files take seconds, readers seeing rows missing the
         whole time). Safe to repeat: an interrupted batch leaves each file in one of its
         two places, and the next recovery decides again from what it finds."""
-        renames = undo_order(instant, self.final_path)
-        moves = still_to_move(renames, self.fs.existing(p for pair in renames for p in pair))
-        self.fs.rename_many(moves, after_each=lambda: fault_point("undo"))
+        groups = undo_groups(instant, self.final_path)
+        present = self.fs.existing(p for group in groups for pair in group for p in pair)
+        if self.fs.renames_atomically(self.location):
+            moves = still_to_move([pair for group in groups for pair in group], present)
+            self.fs.rename_many(moves, after_each=lambda: fault_point("undo"))
+        else:
+            self._run_steps(object_store_steps(groups, present, self.in_table),
+                            lambda: fault_point("undo"))
         # A partition the instant created is left without files: no directory, as before it.
         self._drop_empty_partition_dirs(removed=instant.added, added=instant.removed)
 
@@ -166,6 +185,7 @@ class CommitProtocol:
         aside = self.aside_dir(instant.instant)
         removed = tuple(replace(f, moved_path="" if f.path in in_place else f"{aside}/{f.path}")
                         for f in removed)
+        refuse_reused_paths(instant.instant, added, removed)
         inflight = instant.with_state(
             "inflight", added=tuple(added), removed=removed,
             rows_written=sum(max(f.rows, 0) for f in added),
@@ -176,11 +196,27 @@ class CommitProtocol:
 
     def publish(self, inflight: Instant) -> None:
         self.lock.ensure_held()
-        moves = publish_order(inflight, self.final_path)
-        self.fs.drop_checksums(e.moved_path for e in inflight.added if e.moved_path)
-        self.fs.rename_many(moves, after_each=lambda: fault_point("publish"))
+        groups = publish_groups(inflight, self.final_path)
+        if self.fs.renames_atomically(self.location):
+            self.fs.drop_checksums(e.moved_path for e in inflight.added if e.moved_path)
+            self.fs.rename_many([pair for group in groups for pair in group],
+                                after_each=lambda: fault_point("publish"))
+        else:
+            sources = {src for group in groups for src, _dst in group}
+            self._run_steps(object_store_steps(groups, sources, self.in_table),
+                            lambda: fault_point("publish"))
         self._drop_empty_partition_dirs(inflight.removed, inflight.added)
         fault_point("published")
+
+    def _run_steps(self, steps: List["Steps"], after_each: Callable[[], None]) -> None:
+        """An object store's moves: each batch of copies, then of deletes, in order;
+        after_each (the fault point) after every file: a crash between a file's copy and
+        its delete is the case the object-store steps are there for."""
+        for kind, items in steps:
+            if kind == "copy":
+                self.fs.copy_many(items, after_each=after_each)
+            else:
+                self.fs.delete_files(items, after_each=after_each)
 
     def _drop_empty_partition_dirs(self, removed, added):
         # A partition that just received a file is not empty: no need to list it.
@@ -221,8 +257,17 @@ class CommitProtocol:
             self.log(f"could not roll back {instant.instant} now ({exc}); the next run will")
 
 
-def publish_order(inflight: Instant, final_path: Callable[[str], str]
-                  ) -> List[Tuple[str, str]]:
+Move = Tuple[str, str]                       # (src, dst)
+# An object store's batch of steps: ("copy", [(src, dst), ...]) or ("delete", [path, ...])
+Steps = Tuple[str, List[Any]]
+
+
+def publish_order(inflight: Instant, final_path: Callable[[str], str]) -> List[Move]:
+    """publish_groups, one move after the other."""
+    return [pair for group in publish_groups(inflight, final_path) for pair in group]
+
+
+def publish_groups(inflight: Instant, final_path: Callable[[str], str]) -> List[List[Move]]:
     """The (src, dst) renames of a publish: each replaced file set aside, each new file
     moved in from staging (files recorded in place are not moved), partition by partition,
     the old files of a partition out before its new ones in, as undo_order does the
@@ -238,13 +283,21 @@ def publish_order(inflight: Instant, final_path: Callable[[str], str]
     return _by_partition(leaving + arriving)
 
 
-def _by_partition(moves: List[Tuple[str, int, str, str]]) -> List[Tuple[str, str]]:
-    """(src, dst) of (partition, phase, src, dst) moves, by partition then phase (out before
-    in), in the instant's order within each (the sort is stable)."""
-    return [(src, dst) for _part, _phase, src, dst in sorted(moves, key=lambda m: m[:2])]
+def _by_partition(moves: List[Tuple[str, int, str, str]]) -> List[List[Move]]:
+    """(src, dst) of (partition, phase, src, dst) moves, grouped by partition then phase (out
+    before in), in the instant's order within each (the sort is stable)."""
+    groups: Dict[Tuple[str, int], List[Move]] = {}
+    for part, phase, src, dst in sorted(moves, key=lambda m: m[:2]):
+        groups.setdefault((part, phase), []).append((src, dst))
+    return list(groups.values())
 
 
-def undo_order(instant: Instant, final_path: Callable[[str], str]) -> List[Tuple[str, str]]:
+def undo_order(instant: Instant, final_path: Callable[[str], str]) -> List[Move]:
+    """undo_groups, one move after the other."""
+    return [pair for group in undo_groups(instant, final_path) for pair in group]
+
+
+def undo_groups(instant: Instant, final_path: Callable[[str], str]) -> List[List[Move]]:
     """The (src, dst) renames that would undo `instant` from its published state: each
     published file (an add) back where it came from, each set-aside file (a remove) back
     into the table; files recorded in place are not moved. Moved back rather than
@@ -266,8 +319,47 @@ def undo_order(instant: Instant, final_path: Callable[[str], str]) -> List[Tuple
     return _by_partition(leaving + returning)
 
 
-def still_to_move(renames: Sequence[Tuple[str, str]], present: Set[str]
-                  ) -> List[Tuple[str, str]]:
+def object_store_steps(groups: Sequence[Sequence[Move]], present: Set[str],
+                       in_table: Callable[[str], bool]) -> List[Steps]:
+    """The moves of `groups` on an object store, as batches of copies and deletes, given the
+    paths `present` before the first: per group, the copies whose source is there and
+    whose destination is not, then the deletes of the sources that are in the table (a
+    file leaving it; a source elsewhere is left for its directory's deletion). A move whose
+    copy is done (both paths present) is finished by its delete alone; a move done is
+    skipped. Each step planned counts as done for those after it, so an interrupted batch
+    is finished by planning again from what a listing shows."""
+    present = set(present)
+    steps: List[Steps] = []
+    for group in groups:
+        copies, deletes = [], []
+        for src, dst in group:
+            if src not in present:
+                continue
+            if dst not in present:
+                copies.append((src, dst))
+                present.add(dst)
+            if in_table(src):
+                deletes.append(src)
+                present.discard(src)
+        steps += [("copy", copies)] if copies else []
+        steps += [("delete", deletes)] if deletes else []
+    return steps
+
+
+def refuse_reused_paths(instant_id: str, added: Sequence[FileEntry],
+                        removed: Sequence[FileEntry]) -> None:
+    """A bug, before anything moves: an instant that moves a new file to the path of a file
+    it moves away. On an object store, recovery tells a half-done move by its file being at
+    both paths, which holds only while no path is reused within an instant."""
+    arriving = {e.path for e in added if e.moved_path}
+    reused = sorted(arriving & {e.path for e in removed if e.moved_path})
+    if reused:
+        raise RuntimeError(f"instant {instant_id} moves a new file to the path of a file it "
+                           f"replaces ({reused[0]}, {len(reused)} in all): a bug of the "
+                           f"engine; nothing was published")
+
+
+def still_to_move(renames: Sequence[Move], present: Set[str]) -> List[Move]:
     """The renames, in order, whose source is there and whose destination is free, given
     the paths `present` before the first (a rename done before an interruption is skipped;
     each one planned counts as done for those after it)."""

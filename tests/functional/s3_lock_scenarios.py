@@ -1,16 +1,11 @@
 """The writer lock and the file interface's conditional writes on a real S3 server through
-S3A, in a Spark session of its own (the S3A jars on its classpath): run by
-tests/functional/table/test_lock_on_s3.py as
-    python tests/functional/s3_lock_scenarios.py <home> <endpoint> <bucket> <jars>
-and printing one JSON object of what each scenario saw."""
+S3A (tests/functional/s3/test_lock_on_s3.py): `run` returns what each scenario saw."""
 import json
 import socket
-import sys
 import threading
 import time
 import uuid
 
-from benchmarks.lib.session import LocalSpark, start
 from python_adapter.errors import LockError, LockLostError
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.lock import LockOptions, WriterLock
@@ -124,20 +119,8 @@ def _other_hosts(fs, root):
     return out
 
 
-def main(home, endpoint, bucket, jars):
-    s3a = {"fs.s3a.endpoint": endpoint, "fs.s3a.path.style.access": "true",
-           "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.endpoint.region": "us-east-1",
-           "fs.s3a.access.key": "sized", "fs.s3a.secret.key": "sized-secret"}
-    conf = (("spark.jars", jars), *((f"spark.hadoop.{k}", v) for k, v in s3a.items()))
-    spark = start(LocalSpark(home, app_name="sized-s3-lock", conf=conf))
-    try:
-        fs = HadoopFS(spark)
-        root = f"s3a://{bucket}/{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
-        print(json.dumps({"creators": _creators(fs, root), "swaps": _swaps(fs, root),
-                          "writers": _writers(fs, root), "other_hosts": _other_hosts(fs, root)}))
-    finally:
-        spark.stop()
-
-
-if __name__ == "__main__":
-    main(*sys.argv[1:5])
+def run(spark, bucket):
+    fs = HadoopFS(spark)
+    root = f"s3a://{bucket}/{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+    return {"creators": _creators(fs, root), "swaps": _swaps(fs, root),
+            "writers": _writers(fs, root), "other_hosts": _other_hosts(fs, root)}

@@ -1,9 +1,12 @@
-"""io/storage.py: which filesystems the commit protocol refuses, and that each is checked
-once per process (a refusal every time)."""
+"""io/storage.py: which filesystems run the object-store protocol, what a refusal says, and
+that each filesystem is checked once per process (a refusal every time). The probe itself
+runs against local disk here and against a real S3 server in tests/functional/s3."""
 import pytest
 
 from python_adapter.io import storage
-from python_adapter.io.storage import StorageRefusedError, check_once, rename_refusal, root_of
+from python_adapter.io.local_fs import LocalFS
+from python_adapter.io.storage import (StorageRefusedError, check_once, is_object_store, refusal,
+                                       root_of)
 
 
 @pytest.fixture(autouse=True)
@@ -21,16 +24,30 @@ def test_the_root_is_the_scheme_and_the_authority():
 
 @pytest.mark.parametrize("uri", ["s3a://b/t/lock", "s3://b/t/lock", "gs://b/t/lock",
                                  "wasbs://c@a.blob.core.windows.net/t/lock"])
-def test_an_object_store_is_refused_for_its_rename(uri):
-    why = rename_refusal(uri)
-    assert why is not None and why.startswith(uri.split(":")[0] + " is an object store")
-    assert "docs/storage.md" in why
+def test_an_object_store_is_told_by_its_scheme(uri):
+    assert is_object_store(uri)
 
 
 @pytest.mark.parametrize("uri", ["file:/tmp/t/lock", "hdfs://nn:8020/t/lock",
                                  "viewfs://cluster/t/lock", "abfss://c@a.dfs.core.windows.net/t"])
-def test_local_disk_and_hdfs_pass(uri):
-    assert rename_refusal(uri) is None
+def test_local_disk_hdfs_and_abfs_rename_atomically(uri):
+    assert not is_object_store(uri)
+
+
+def test_a_store_that_refuses_a_second_create_passes_and_leaves_no_probe(tmp_path):
+    fs = LocalFS()
+    lock = fs.qualify(str(tmp_path / "t" / "lock"))
+    assert refusal(fs, lock, lambda: "never asked for a filesystem that is no object "
+                   "store") is None
+    assert list((tmp_path / "t").iterdir()) == []
+
+
+def test_an_object_store_without_compare_and_swap_is_refused_naming_what_is_supported():
+    why = storage.no_compare_and_swap("gs://b/t/lock")
+    assert why.startswith("gs is an object store whose Hadoop connector offers no "
+                          "compare-and-swap")
+    assert "S3 through S3A (Hadoop 3.4.2+, conditional writes) is supported" in why
+    assert "docs/storage.md" in why
 
 
 def test_a_filesystem_is_checked_once_and_a_refusal_every_time():

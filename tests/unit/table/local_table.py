@@ -81,10 +81,13 @@ def crash_like_a_dead_process() -> None:
 
 
 class LocalTable:
-    """A partitioned table at `<root>/warehouse/events` on local disk."""
+    """A partitioned table at `<root>/warehouse/events` on local disk; copying=True: on
+    local disk as an object store sees it (LocalFS(copying=True): files move by copy and
+    delete, the commit protocol's object-store steps)."""
 
-    def __init__(self, root: pathlib.Path, catalog: Optional[RecordingCatalog] = None) -> None:
-        self.fs = LocalFS()
+    def __init__(self, root: pathlib.Path, catalog: Optional[RecordingCatalog] = None,
+                 copying: bool = False) -> None:
+        self.fs = LocalFS(copying=copying)
         self.location = self.fs.qualify(str(root / "warehouse" / "events"))
         self.catalog = catalog or RecordingCatalog()
         self.logs: List[str] = []

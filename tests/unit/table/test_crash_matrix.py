@@ -1,7 +1,10 @@
 """The crash matrix: a write killed at every fault point of the table layer (and a
 recovery killed in the middle of its moves) leaves the table, once recovered, holding
 exactly the files of its last completed commit: none lost, none twice, none of the
-crashed write's unless it completed. On local disk without Spark (LocalFS).
+crashed write's unless it completed. On local disk without Spark (LocalFS), with both of
+the commit protocol's ways to move a file: by rename (local disk, HDFS) and by copy and
+delete (an object store: LocalFS(copying=True)), whose publish and undo have a fault
+point after every copy and every delete, so a file is caught at both paths.
 
 Each case raises InjectedCrash at its point (SIZED_SPARK_FAULT), then treats the writer as
 dead (table.lock.forget_held_locks: its locks are no longer held by anyone alive), then
@@ -38,6 +41,11 @@ KEEP_LAST = retention(commits=1, hours=0)
 CRASHING = {**files_of("wc", days=[3, 4], per_day=3), **files_of("wc", days=[5], per_day=2)}
 CRASHING_REPLACES = ("day=3", "day=4")
 MOVES = 2 + 2 + len(CRASHING)   # two files set aside in each replaced partition, then in
+# on an object store each file set aside is copied, then deleted; each new one copied in
+COPY_STEPS = 2 * (2 + 2) + len(CRASHING)
+# the undo after a whole publish there: each new file deleted (its staged copy is kept),
+# each set-aside one copied back
+UNDO_COPY_STEPS = len(CRASHING) + 2 + 2
 NEXT = files_of("wd", days=[5], per_day=1)
 
 
@@ -58,6 +66,12 @@ def crashing_write(table: LocalTable) -> None:
 
 
 # (fault spec, whether the write has completed when it crashes there)
+AFTER_PUBLISH = [
+    ("published", False), ("synced", False),
+    ("completed", True), ("settling", True), ("statistics", True), ("cleanup", True),
+    ("cleaned", True), ("archive_history", True), ("archive_checkpoint", True),
+    ("archive_timeline", True),
+]
 WRITE_CRASHES = [
     ("requested", False), ("inflight", False), ("publish:1", False), ("publish:3", False),
     ("publish:7", False), (f"publish:{MOVES}", False), ("published", False), ("synced", False),
@@ -70,6 +84,14 @@ RECOVERY_CRASHES = [
     ("published", "undo:1"), ("published", f"undo:{MOVES // 2}"), ("published", f"undo:{MOVES}"),
     ("publish:7", "undo:3"), ("settling", "cleanup"), ("statistics", "archive_history"),
     ("settling", "archive_checkpoint"),
+]
+# By copy and delete: in day=3 two copies aside (1, 2: the first file then at both
+# paths), their deletes (3, 4), the new files copied in (5-7); then day=4 (8-14), day=5
+COPY_WRITE_CRASHES = [(f"publish:{n}", False) for n in (1, 2, 3, 5, 8, 9, 10, COPY_STEPS)]
+COPY_WRITE_CRASHES += AFTER_PUBLISH + [("requested", False), ("inflight", False)]
+COPY_RECOVERY_CRASHES = [
+    ("published", "undo:1"), ("published", "undo:4"), ("published", f"undo:{UNDO_COPY_STEPS}"),
+    ("publish:5", "undo:1"), ("publish:9", "undo:2"), ("publish:10", "undo:3"),
 ]
 
 
@@ -107,15 +129,19 @@ def test_every_fault_point_of_the_table_layer_is_in_the_matrix():
     assert set(named) == set(FAULT_POINTS)
 
 
-def test_every_fault_point_has_a_case_that_crashes_there():
-    specs = [s for s, _ in WRITE_CRASHES] + [s for pair in RECOVERY_CRASHES for s in pair]
+@pytest.mark.parametrize("writes, recoveries", [(WRITE_CRASHES, RECOVERY_CRASHES),
+                                                (COPY_WRITE_CRASHES, COPY_RECOVERY_CRASHES)])
+def test_every_fault_point_has_a_case_that_crashes_there(writes, recoveries):
+    specs = [s for s, _ in writes] + [s for pair in recoveries for s in pair]
     assert {spec.split(":")[0] for spec in specs} == set(FAULT_POINTS)
 
 
-@pytest.mark.parametrize("spec, completed", WRITE_CRASHES)
+@pytest.mark.parametrize("copying, spec, completed",
+                         [(False, *case) for case in WRITE_CRASHES] +
+                         [(True, *case) for case in COPY_WRITE_CRASHES])
 def test_a_write_killed_at_any_point_leaves_exactly_the_last_completed_commit(
-        tmp_path, monkeypatch, spec, completed):
-    table = LocalTable(tmp_path)
+        tmp_path, monkeypatch, copying, spec, completed):
+    table = LocalTable(tmp_path, copying=copying)
     before = history(table)
     _crash(table, monkeypatch, spec, lambda: crashing_write(table))
     table.recover()
@@ -123,31 +149,56 @@ def test_a_write_killed_at_any_point_leaves_exactly_the_last_completed_commit(
                           else before)
 
 
-@pytest.mark.parametrize("spec, recovery_spec", RECOVERY_CRASHES)
-def test_a_recovery_killed_in_the_middle_is_finished_by_the_next(tmp_path, monkeypatch, spec,
-                                                                recovery_spec):
-    table = LocalTable(tmp_path)
+@pytest.mark.parametrize("copying, spec, recovery_spec",
+                         [(False, *case) for case in RECOVERY_CRASHES] +
+                         [(True, *case) for case in COPY_RECOVERY_CRASHES])
+def test_a_recovery_killed_in_the_middle_is_finished_by_the_next(tmp_path, monkeypatch, copying,
+                                                                spec, recovery_spec):
+    table = LocalTable(tmp_path, copying=copying)
     before = history(table)
     _crash(table, monkeypatch, spec, lambda: crashing_write(table))
     _crash(table, monkeypatch, recovery_spec, table.recover)
     table.recover()
-    completed = dict(WRITE_CRASHES)[spec]
+    completed = dict(WRITE_CRASHES + COPY_WRITE_CRASHES)[spec]
     _assert_holds_exactly(table, after(before, CRASHING, CRASHING_REPLACES) if completed
                           else before)
 
 
-def test_the_last_publish_case_is_the_last_move(tmp_path, monkeypatch):
-    """publish:MOVES crashes after the publish's last rename: one more is never reached."""
-    table = LocalTable(tmp_path)
+@pytest.mark.parametrize("copying, steps", [(False, MOVES), (True, COPY_STEPS)])
+def test_the_last_publish_case_is_the_last_move(tmp_path, monkeypatch, copying, steps):
+    """publish:MOVES (COPY_STEPS) crashes after the publish's last step: one more is never
+    reached."""
+    table = LocalTable(tmp_path, copying=copying)
     before = history(table)
-    monkeypatch.setenv("SIZED_SPARK_FAULT", f"publish:{MOVES + 1}")
+    monkeypatch.setenv("SIZED_SPARK_FAULT", f"publish:{steps + 1}")
     crashing_write(table)
     assert table.visible() == after(before, CRASHING, CRASHING_REPLACES)
 
 
-@pytest.mark.parametrize("done", [1, MOVES // 2, MOVES - 1])
-def test_a_repeated_recovery_makes_each_remaining_move_once(tmp_path, monkeypatch, done):
-    table = LocalTable(tmp_path)
+@pytest.mark.parametrize("steps", [1, 2, 9])
+def test_on_an_object_store_a_file_caught_at_both_paths_is_there_once_after_recovery(
+        tmp_path, monkeypatch, steps):
+    """The case the object-store steps exist for: a file copied aside and not yet deleted
+    is at both paths, in the table and set aside (a rename-based recovery skipped its move
+    back and kept the copy it made as well: rows twice). Recovery deletes the copy where
+    readers look once; the table holds its old files once, no set-aside copy in it."""
+    table = LocalTable(tmp_path, copying=True)
+    before = history(table)
+    _crash(table, monkeypatch, f"publish:{steps}", lambda: crashing_write(table))
+    half = table.visible()
+    aside = table.meta("replaced")
+    assert any(os.path.exists(os.path.join(aside, instant, rel)) for instant in os.listdir(aside)
+               for rel in half)  # a file at both paths
+    table.recover()
+    _assert_holds_exactly(table, before)
+
+
+@pytest.mark.parametrize("copying, total, done",
+                         [(False, MOVES, n) for n in (1, MOVES // 2, MOVES - 1)] +
+                         [(True, UNDO_COPY_STEPS, n) for n in (1, 4, UNDO_COPY_STEPS - 1)])
+def test_a_repeated_recovery_makes_each_remaining_move_once(tmp_path, monkeypatch, copying,
+                                                            total, done):
+    table = LocalTable(tmp_path, copying=copying)
     before = history(table)
     _crash(table, monkeypatch, "published", lambda: crashing_write(table))
     _crash(table, monkeypatch, f"undo:{done}", table.recover)
@@ -157,7 +208,7 @@ def test_a_repeated_recovery_makes_each_remaining_move_once(tmp_path, monkeypatc
         table.recover()
     finally:
         faults.run_at("undo", None)
-    assert len(moved) == MOVES - done
+    assert len(moved) == total - done
     assert table.visible() == before
 
 

@@ -34,6 +34,11 @@ final class FileOps {
    * a lock changed hands no step of its former holder runs. */
   private static final java.util.concurrent.ConcurrentHashMap<String, Object> MONITORS =
       new java.util.concurrent.ConcurrentHashMap<>();
+  private static final Set<String> PER_ITEM =
+      new HashSet<>(java.util.Arrays.asList("rename_many", "copy_many", "delete_files"));
+  // python_adapter.io.storage: S3A's conditional create, and its replace on an ETag
+  static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
+  static final String CONDITIONAL_ETAG = "fs.option.create.conditional.overwrite.etag";
   private final Configuration conf;
 
   FileOps(SparkSession session) {
@@ -48,8 +53,8 @@ final class FileOps {
    * ("guard"); unguarded otherwise. */
   Object run(String name, JsonNode op) throws Exception {
     String lock = op.path("fence").path("lock").asText(op.path("guard").asText(""));
-    if (lock.isEmpty() || name.equals("rename_many")) {
-      return step(name, op);  // rename_many takes the monitor per rename
+    if (lock.isEmpty() || PER_ITEM.contains(name)) {
+      return step(name, op);  // these take the monitor per file
     }
     synchronized (monitor(lock)) {
       return step(name, op);
@@ -78,7 +83,38 @@ final class FileOps {
       case "existing":
         return existing(op.path("paths"));
       case "rename_many":
-        return renameMany(op);
+        return eachPair(op, (fs, src, dst) -> {
+          if (!fs.rename(src, dst)) {
+            throw new IOException("rename refused: " + src + " -> " + dst);
+          }
+        });
+      case "copy_many":  // a Hadoop rename: on an object store a copy, then its delete
+        return eachPair(op, (fs, src, dst) -> {
+          if (!fs.rename(src, dst)) {
+            throw new IOException("copy refused: " + src + " -> " + dst);
+          }
+        });
+      case "delete_files":
+        return eachPair(op, (fs, path, none) -> fs.delete(path, false));
+      case "capabilities": {
+        Path p = new Path(op.path("path").asText());
+        com.fasterxml.jackson.databind.node.ObjectNode out = SizedOps.JSON.createObjectNode();
+        out.put("conditional_create", p.getFileSystem(conf).hasPathCapability(p,
+            CONDITIONAL_CREATE));
+        out.put("hadoop", org.apache.hadoop.util.VersionInfo.getVersion());
+        return out;
+      }
+      case "versioned": {
+        Path p = new Path(op.path("path").asText());
+        FileSystem fs = p.getFileSystem(conf);
+        return !"file".equals(fs.getScheme()) && fs.hasPathCapability(p, CONDITIONAL_ETAG);
+      }
+      case "read_versioned":
+        return readVersioned(new Path(op.path("path").asText()));
+      case "replace_if":
+        checkFence(op);
+        return replaceIf(new Path(op.path("path").asText()),
+            Base64.getDecoder().decode(op.path("data").asText()), op.path("version").asText());
       case "delete": {
         Path p = new Path(op.path("path").asText());
         checkFence(op);
@@ -176,7 +212,15 @@ final class FileOps {
     return out;
   }
 
-  private int renameMany(JsonNode op) throws IOException {
+  /** A step on one file or pair (rename, copy, delete: `dst` null for a delete). */
+  private interface PairStep {
+    void run(FileSystem fs, Path src, Path dst) throws IOException;
+  }
+
+  /** The step over every pair in order, each under the fence's monitor and after its
+   * check (a broken lock stops a dead client's publish between two files), each
+   * destination's directory made once. */
+  private int eachPair(JsonNode op, PairStep each) throws IOException {
     Set<String> made = new HashSet<>();
     int done = 0;
     FileSystem fs = null;
@@ -184,26 +228,68 @@ final class FileOps {
     Object monitor = lock.isEmpty() ? new Object() : monitor(lock);
     for (JsonNode pair : op.path("pairs")) {
       if (Thread.currentThread().isInterrupted()) {  // its client's session was ended
-        throw new java.io.InterruptedIOException("interrupted after " + done + " renames");
+        throw new java.io.InterruptedIOException("interrupted after " + done + " files");
       }
       Path src = new Path(pair.get(0).asText());
-      Path dst = new Path(pair.get(1).asText());
+      Path dst = pair.size() > 1 ? new Path(pair.get(1).asText()) : null;
       if (fs == null) {
         fs = src.getFileSystem(conf);
       }
       synchronized (monitor) {
-        checkFence(op);  // before every rename: a broken lock stops a dead client's publish
-        String parent = dst.getParent().toString();
-        if (made.add(parent)) {
+        checkFence(op);
+        if (dst != null && made.add(dst.getParent().toString())) {
           fs.mkdirs(dst.getParent());
         }
-        if (!fs.rename(src, dst)) {
-          throw new IOException("rename refused: " + src + " -> " + dst);
-        }
+        each.run(fs, src, dst);
       }
       done++;
     }
     return done;
+  }
+
+  /** The file's bytes and ETag, the read bound to the status it starts from (S3A's change
+   * detection); null when there is no file; a file replaced meanwhile is read again. */
+  private JsonNode readVersioned(Path p) throws IOException {
+    FileSystem fs = p.getFileSystem(conf);
+    for (int attempt = 0; attempt < 5; attempt++) {
+      FileStatus st;
+      try {
+        st = fs.getFileStatus(p);
+      } catch (FileNotFoundException e) {
+        return null;
+      }
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      try (InputStream in = fs.openFile(p).withFileStatus(st).build().get()) {
+        in.transferTo(out);
+      } catch (FileNotFoundException | org.apache.hadoop.fs.PathIOException e) {
+        continue;  // replaced or deleted since its status was read
+      } catch (InterruptedException | java.util.concurrent.ExecutionException e) {
+        throw new IOException(e);
+      }
+      com.fasterxml.jackson.databind.node.ObjectNode found = SizedOps.JSON.createObjectNode();
+      found.put("data", Base64.getEncoder().encodeToString(out.toByteArray()));
+      found.put("version", ((org.apache.hadoop.fs.EtagSource) st).getEtag());
+      return found;
+    }
+    throw new IOException(p + " kept changing while it was read");
+  }
+
+  /** Replace the file only if its ETag is still `version`; false when it changed or went. */
+  private boolean replaceIf(Path p, byte[] data, String version) throws IOException {
+    FSDataOutputStream out = (FSDataOutputStream) p.getFileSystem(conf).createFile(p)
+        .must(CONDITIONAL_ETAG, version).build();
+    try {
+      out.write(data);
+    } catch (IOException e) {
+      out.close();
+      throw e;
+    }
+    try {
+      out.close();
+    } catch (FileNotFoundException | org.apache.hadoop.fs.PathIOException e) {
+      return false;  // S3A's RemoteFileChangedException (412) is a PathIOException
+    }
+    return true;
   }
 
   byte[] readBytes(String path) throws IOException {
@@ -237,7 +323,11 @@ final class FileOps {
       }
       return;
     }
-    try (FSDataOutputStream out = fs.create(p, overwrite)) {
+    boolean conditional = !overwrite && fs.hasPathCapability(p, CONDITIONAL_CREATE);
+    // an object store's create-if-absent: a conditional PUT, refused at close when it exists
+    try (FSDataOutputStream out = conditional
+        ? (FSDataOutputStream) fs.createFile(p).must(CONDITIONAL_CREATE, true).build()
+        : fs.create(p, overwrite)) {
       out.write(data);
       out.hflush();
     }

@@ -5,39 +5,15 @@ creating the lock at once exactly one wins; a file is replaced only over the ver
 the holder renews its lease by compare-and-swap; a release writes a released state that
 the next writer swaps out; a dead process's expired lease on another host is taken over,
 a live one refused; a holder whose lock was swapped away has lost it and leaves the new
-holder's lock alone. The scenarios run in a Spark session of their own
-(tests/functional/s3_lock_scenarios.py: the S3A jars on its classpath)."""
-import json
-import os
-import subprocess
-import sys
-
+holder's lock alone (the scenarios: tests/functional/s3_lock_scenarios.py)."""
 import pytest
 
-from benchmarks.lib.session import free_port
-from python_adapter.cli import object_store
-from python_adapter.cli.jars import s3a_jars
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+from tests.functional import s3_lock_scenarios
 
 
 @pytest.fixture(scope="module")
-def seen(tmp_path_factory):
-    server = object_store.S3Server(state=str(tmp_path_factory.mktemp("s3")), port=free_port(),
-                                   bucket="sized", access_key="sized", secret_key="sized-secret")
-    object_store.start(server)
-    try:
-        done = subprocess.run(
-            [sys.executable, os.path.join(REPO, "tests/functional/s3_lock_scenarios.py"),
-             str(tmp_path_factory.mktemp("spark")), server.endpoint, server.bucket,
-             ",".join(s3a_jars({}))],
-            cwd=REPO, env={**os.environ, "PYTHONPATH": REPO, "SPARK_LOCAL_IP": "127.0.0.1"},
-            capture_output=True, text=True, timeout=600)
-    finally:
-        object_store.stop(server)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def seen(spark, s3):
+    return s3_lock_scenarios.run(spark, s3.bucket)
 
 
 def test_of_sixteen_creators_exactly_one_wins(seen):
