@@ -35,6 +35,10 @@ def schema(spark):
 
 @pytest.fixture
 def events(spark):
+    return events_of(spark)
+
+
+def events_of(spark):
     """Synthetic events: 12 days whose volume grows day by day, ~60 bytes a row."""
     def make(days=12, base=400, start="2025-01-01", id_offset=0, tag="v1"):
         return spark.sql(f"""
