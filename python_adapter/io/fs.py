@@ -280,18 +280,26 @@ class HadoopFS:
             after_each()  # type: ignore[misc]  # not None here
 
     def _s3_copy(self, fs: Any) -> Callable[[str, str], None]:
-        client = fs.getS3AInternals().getAmazonS3Client("sized-spark publish")
+        internals = fs.getS3AInternals()
+        client = internals.getAmazonS3Client("sized-spark publish")
         factory = fs.getRequestFactory()
+        # counted in S3A's own statistics as its rename counts its copies
+        counters = internals.getStore().getStatisticsContext()
+        statistic = self._jvm.org.apache.hadoop.fs.s3a.Statistic
 
         def copy(src: str, dst: str) -> None:
             jsrc, jdst = self._path(src), self._path(dst)
             head = fs.getObjectMetadata(jsrc)  # the source's metadata, carried to the copy
-            if int(head.contentLength()) > S3_COPY_LIMIT:
+            size = int(head.contentLength())
+            if size > S3_COPY_LIMIT:
                 if not fs.rename(jsrc, jdst):
                     raise IOError(f"rename refused: {src} -> {dst}")
                 return
             client.copyObject(factory.newCopyObjectRequestBuilder(
                 fs.pathToKey(jsrc), fs.pathToKey(jdst), head).build())
+            counters.incrementCounter(statistic.OBJECT_COPY_REQUESTS, 1)
+            counters.incrementCounter(statistic.FILES_COPIED, 1)
+            counters.incrementCounter(statistic.FILES_COPIED_BYTES, size)
         return copy
 
     def _stream_copy(self, fs: Any) -> Callable[[str, str], None]:

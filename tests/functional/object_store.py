@@ -30,7 +30,7 @@ def session_conf() -> Tuple[Tuple[str, str], ...]:
 
 
 @contextmanager
-def s3_server(state: str) -> Iterator[object_store.S3Server]:
+def running_s3_server(state: str) -> Iterator[object_store.S3Server]:
     server = object_store.S3Server(state=state, port=free_port(), bucket=BUCKET,
                                    access_key="sized", secret_key="sized-secret")
     object_store.start(server)

@@ -162,7 +162,8 @@ def test_debug_in_the_new_project_checks_every_part_and_shows_the_session_only(s
     assert checks["metastore"] == (
         "OK", f"the embedded Derby metastore {project}/.spark/metastore_db answers")
     assert checks["warehouse"] == (
-        "OK", f"file:{project}/.spark/warehouse (spark.sql.warehouse.dir) can be written")
+        "OK", f"file:{project}/.spark/warehouse (spark.sql.warehouse.dir) can be written and "
+              f"committed to")
     assert checks["Connection test"][0] == "OK"
     assert _connection_fields(done.output) == {
         "method": "session", "schema": "analytics", "spark.master": "local[*]",

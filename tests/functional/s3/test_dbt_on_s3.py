@@ -1,53 +1,120 @@
-"""A warehouse on S3 (a real S3 server: SeaweedFS on 127.0.0.1, `sized-spark serve s3`;
-S3A's jars fetched by `sized-spark jars s3a`), through the integration profile's `s3`
-target, in one dbt process: this version refuses to commit there, once per model, with one
-message naming the store, what is missing and what to set, and no Java stack, before any
-data file is written and with the lock given back (issue 64, goal 4). A bucket whose S3A
-client makes no conditional create is refused for that, naming the setting.
+"""dbt end to end with the warehouse on S3 (a real S3 server: SeaweedFS on 127.0.0.1,
+`sized-spark serve s3`; S3A's jars fetched by `sized-spark jars s3a`), through the
+integration profile's `s3` target, as on local disk (tests/functional/dbt/test_dbt_project.py):
+the integration project builds and rebuilds incrementally with its data tests (every
+source row once, files sized), microbatch batches and a rerun window; the mini project's
+upsert killed mid-publish (the dbt process exits on the spot), recovered, then clustered,
+compacted, restored and cleaned; a snapshot, a Python model and a `table` model written
+through the engine. Every table is read back from S3 by pyarrow. A bucket whose S3A client
+makes no conditional create is refused once, naming the setting, before anything is
+written there.
 
-pyspark 3.5's Hadoop (3.3.4) has no conditional create at all: scripts/test.sh runs this
-module on pyspark 4 only (io/storage.no_conditional_create's wording for it is the one
-tested here)."""
+pyspark 3.5's Hadoop (3.3.4) has no conditional create at all: scripts/test.sh runs
+tests/functional/s3 on pyspark 4 only."""
+import json
+import re
 import shutil
 
 import pytest
 import yaml
 
-from python_adapter.cli import object_store
 from python_adapter.cli.jars import s3a_jars
-from tests.functional.dbt.test_dbt_project import REPO, _dbt_steps, _plain
+from python_adapter.table.timeline import parse_file_name
+from tests.functional import object_store
+from tests.functional.dbt.test_dbt_project import (MICROBATCH_VARS, REPO, _dbt_steps,
+                                                   _integration_project, _microbatch_window,
+                                                   _mini_project, _plain,
+                                                   upsert_crash_recovery_and_clustering)
 from tests.functional.dbt.test_failures_said_once import _java_stack
-from benchmarks.lib.session import free_port
+
+WAREHOUSE = f"{object_store.BUCKET}/warehouse/sized_it.db"
+
+
+def _env(server):
+    return {"SIZED_S3_PORT": str(server.port), "SIZED_S3_BUCKET": server.bucket,
+            "SIZED_S3A_JARS": ",".join(s3a_jars({}))}
+
+
+def _rows(server, table, columns):
+    return object_store.pyarrow_rows(server, f"s3a://{WAREHOUSE}/{table}", columns)
+
+
+def _completed(server, table):
+    """The completed instants of a table's timeline on S3, oldest first."""
+    keys = object_store.keys(server, f"{object_store.BUCKET}/warehouse/sized_it.db/.sized/"
+                                     f"{table}/timeline")
+    return sorted(parsed[0] for key in keys
+                  if (parsed := parse_file_name(key.rsplit("/", 1)[-1])) and
+                  parsed[2] == "completed")
 
 
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    server = object_store.S3Server(state=str(tmp_path_factory.mktemp("s3")), port=free_port(),
-                                   bucket="sized", access_key="sized", secret_key="sized-secret")
-    object_store.start(server)
-    try:
-        yield server
-    finally:
-        object_store.stop(server)
+def integration(s3_server, tmp_path_factory):
+    """The integration project on S3 in one dbt process: a build and an incremental build
+    at 4 threads (20 days), then five daily microbatch batches and a rerun of one day."""
+    project, home = _integration_project(tmp_path_factory.mktemp("integration_s3"))
+    small = ["--vars", "{event_days: 20, base_rows_per_day: 300}"]
+    steps = _dbt_steps(
+        project, home, "s3", ["build", *small], ["build", *small, "--threads", "4"],
+        _microbatch_window("2025-01-01", "2025-01-06"),
+        _microbatch_window("2025-01-03", "2025-01-04", mb_version=2),
+        short_jvm=False, env_extra=_env(s3_server))
+    return dict(zip(["first", "second", "days", "rerun"], steps))
 
 
-def _store(server):
-    from pyarrow import fs
+def test_the_integration_project_builds_and_rebuilds_on_s3_with_its_tests(integration):
+    first, second = integration["first"], integration["second"]
+    assert first.returncode == 0, first.stdout[-4000:]
+    assert "Completed successfully" in first.stdout and "ERROR=0" in first.stdout
+    assert re.search(r"OK created sql \w+ model sized_it\.events_incremental \.+ "
+                     r"\[[\d,]+ rows, [\d,]+ files? in [\d,]+ partitions? in ",
+                     _plain(first.stdout)), first.stdout[-3000:]
+    assert second.returncode == 0 and "ERROR=0" in second.stdout, second.stdout[-4000:]
+    for run in (first, second):
+        assert "Unhandled error" not in run.stdout and not _java_stack(run.stdout + run.stderr)
 
-    return fs.S3FileSystem(access_key=server.access_key, secret_key=server.secret_key,
-                           endpoint_override=f"127.0.0.1:{server.port}", scheme="http",
-                           region="us-east-1", allow_bucket_creation=True)
 
-
-def _keys(store, bucket):
-    from pyarrow import fs
-
-    return [i.path for i in store.get_file_info(fs.FileSelector(bucket, recursive=True))
-            if i.type == fs.FileType.File]
+def test_microbatch_batches_and_a_rerun_window_on_s3(integration, s3_server):
+    days, rerun = integration["days"], integration["rerun"]
+    assert days.returncode == 0 and rerun.returncode == 0, days.stdout[-3000:] + rerun.stdout[-3000:]
+    rows = _rows(s3_server, "events_microbatch", ["event_date", "version"])
+    per_day = {}
+    for day, version in rows:
+        per_day.setdefault(str(day), set()).add(version)
+    expected = {f"2025-01-{d:02d}" for d in range(1, 6)}
+    assert set(per_day) == expected
+    assert per_day["2025-01-03"] == {2} and all(per_day[d] == {1} for d in expected - {"2025-01-03"})
+    counts = {}
+    for day, _ in rows:
+        counts[str(day)] = counts.get(str(day), 0) + 1
+    assert counts == {f"2025-01-{d:02d}": int(300 * 1.1 ** ((d - 1) / 30.0)) for d in range(1, 6)}
 
 
 @pytest.fixture(scope="module")
-def runs(s3, tmp_path_factory):
+def mini_s3(s3_server, tmp_path_factory):
+    project, home = _mini_project(tmp_path_factory.mktemp("mini_s3"))
+    return project, home
+
+
+def test_an_upsert_killed_mid_publish_on_s3_is_recovered_and_the_services_run(
+        mini_s3, s3_server, monkeypatch):
+    """The mini project's scenario (tests/functional/dbt/test_dbt_project.py) on S3: the dbt
+    process exits on the spot after two files of the upsert's publish (copies and deletes
+    there), the next process recovers, upserts again, clusters, compacts, restores the first
+    commit and cleans; every step keeps each key once (the project's data test)."""
+    project, home = mini_s3
+    for key, value in _env(s3_server).items():
+        monkeypatch.setenv(key, value)
+    upsert_crash_recovery_and_clustering(project, home, "s3",
+                                         first_instant=lambda: _completed(s3_server,
+                                                                          "orders")[0])
+
+
+@pytest.fixture(scope="module")
+def small_runs(s3_server, tmp_path_factory):
+    """tests/functional/dbt_s3 in one dbt process: version 1 of its models and a snapshot,
+    then version 2 and the snapshot again; then the model on the bucket without
+    conditional create."""
     tmp = tmp_path_factory.mktemp("s3_project")
     project, home = tmp / "project", tmp / "spark"
     shutil.copytree(REPO / "tests/functional/dbt_s3", project)
@@ -56,42 +123,38 @@ def runs(s3, tmp_path_factory):
     target["server_side_parameters"][
         "spark.hadoop.fs.s3a.bucket.nocond.create.conditional.enabled"] = "false"
     (project / "profiles.yml").write_text(yaml.safe_dump(profiles))
-    store = _store(s3)
-    store.create_dir("nocond")     # a second bucket
-    env = {"SIZED_S3_PORT": str(s3.port), "SIZED_S3A_JARS": ",".join(s3a_jars({}))}
-    names = ["s3_events", "s3_table", "s3_unconditional"]
-    steps = _dbt_steps(project, home, "s3", *[["run", "--select", n] for n in names],
-                       env_extra=env)
-    return dict(zip(names, steps)), store
+    object_store.arrow_store(s3_server).create_dir("nocond")     # a second bucket
+    v2 = ["--vars", json.dumps({"version": 2})]
+    names = ["built", "snapshot", "upserted", "snapshot2", "refused"]
+    steps = _dbt_steps(
+        project, home, "s3", ["run", "--select", "s3_events", "s3_table", "s3_python"],
+        ["snapshot"], ["run", "--select", "s3_events", *v2], ["snapshot", *v2],
+        ["run", "--select", "s3_unconditional"], env_extra=_env(s3_server))
+    return dict(zip(names, steps))
 
 
-@pytest.mark.parametrize("model", ["s3_events", "s3_table"])
-def test_a_model_on_s3_is_refused_once_naming_the_store_and_the_way_out(runs, model):
-    steps, _store = runs
-    out = _plain(steps[model].stdout)
-    assert steps[model].returncode != 0
-    said = out.count("cannot commit to s3a://sized (the table's lock s3a://sized/warehouse/")
-    assert said == 1, out[-3000:]
-    assert "rename is a copy and a delete, not atomic" in out
-    assert "Keep the table on local disk or HDFS (location_root, or spark.sql.warehouse.dir)" in out
-    assert "Unhandled error" not in out and not _java_stack(out), out[-3000:]
+def test_a_table_a_python_model_an_upsert_and_a_snapshot_on_s3(small_runs, s3_server):
+    for name in ("built", "snapshot", "upserted", "snapshot2"):
+        assert small_runs[name].returncode == 0, small_runs[name].stdout[-4000:]
+    events = _rows(s3_server, "s3_events", ["id", "tag"])
+    assert events == sorted((i, f"v{i}+" if i % 3 == 0 and i <= 300 else f"v{i}")
+                            for i in range(1, 401))
+    assert len(_rows(s3_server, "s3_table", ["id"])) == 300
+    assert [n for _day, n in _rows(s3_server, "s3_python", ["day", "count"])] == [100] * 3
+    snapshot = _rows(s3_server, "s3_snapshot", ["id", "tag", "dbt_valid_to"])
+    closed = [r for r in snapshot if r[2] is not None]
+    assert len(snapshot) == 300 + 100 + 100 and len(closed) == 100
+    assert sorted(r[0] for r in closed) == list(range(3, 301, 3))
+    # each of the snapshot's runs is one commit of the engine
+    assert len(_completed(s3_server, "s3_snapshot")) == 2
 
 
-def test_a_store_without_conditional_create_is_refused_naming_the_setting(runs):
-    steps, _store = runs
-    out = _plain(steps["s3_unconditional"].stdout)
-    assert steps["s3_unconditional"].returncode != 0
+def test_a_store_without_conditional_create_is_refused_naming_the_setting(small_runs, s3_server):
+    out = _plain(small_runs["refused"].stdout)
+    assert small_runs["refused"].returncode != 0
     assert out.count("cannot commit to s3a://nocond") == 1, out[-3000:]
     assert "set spark.hadoop.fs.s3a.create.conditional.enabled=true" in out
     assert "this Spark has Hadoop 3." in out
     assert not _java_stack(out), out[-3000:]
-
-
-def test_nothing_is_written_and_no_lock_is_left(runs):
-    steps, store = runs
-    for bucket in ("sized", "nocond"):
-        keys = _keys(store, bucket)
-        assert not [k for k in keys if k.endswith(".parquet")], keys
-        assert not [k for k in keys if k.rsplit("/", 1)[-1] in ("lock", "cluster.lock")], keys
-    # and the process printed no Java stack on stderr either
-    assert not _java_stack(steps["s3_events"].stderr), steps["s3_events"].stderr[-3000:]
+    keys = object_store.keys(s3_server, "nocond")
+    assert not [k for k in keys if k.endswith(".parquet") or k.endswith("/lock")], keys

@@ -93,7 +93,16 @@ def test_the_connect_bound_is_every_attempt_its_timeout(timeout, retries, limit)
 def test_a_writable_warehouse_passes():
     check = warehouse_check(WAREHOUSE, None, remote=False)
     assert check == Check("warehouse", OK, f"{WAREHOUSE} (spark.sql.warehouse.dir) can be "
-                                           "written")
+                                           "written and committed to")
+
+
+def test_a_warehouse_the_commit_protocol_refuses_says_why_and_where_it_can_run():
+    why = "cannot commit to gs://b (the table's lock gs://b/w/.sized-debug-lock): gs is ..."
+    check = warehouse_check("gs://b/w", None, remote=False, refused=why)
+    assert check.failed
+    assert check.detail == ("gs://b/w (spark.sql.warehouse.dir) can be written, but no sized "
+                            f"table can be committed there: {why}")
+    assert "S3 through S3A with conditional writes (docs/storage.md)" in check.fix
 
 
 def test_an_unwritable_local_warehouse_names_the_path_the_error_and_the_profile_fix():
