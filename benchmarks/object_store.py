@@ -264,7 +264,7 @@ def report(args, result, argv):
               f"{result['version']}.", ""]
     for name, steps in history:
         lines += [f"### {name}", ""]
-        lines += md_table(HEAD, step_rows(steps, result["target"], result["small"])) + [""]
+        lines += [md_table(HEAD, step_rows(steps, result["target"], result["small"])), ""]
     lines += ["### Goals", ""] + [f"- {g}" for g in goals]
     finish_run(result["work"], "object_store.md", lines, args.keep)
 

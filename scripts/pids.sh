@@ -1,6 +1,6 @@
-# Sourced by the scripts that start servers (connect_server.sh, thrift_server.sh,
-# metastore.sh, spark_cluster.sh): their processes are stopped by the pids their `start`
-# recorded, one per line in a file, never by name.
+# Sourced by the scripts that start servers (thrift_server.sh, spark_cluster.sh; the
+# package's own services use python_adapter/cli/processes.py): their processes are stopped
+# by the pids their `start` recorded, one per line in a file, never by name.
 
 # Whether every pid in the file is alive.
 pids_alive() { [ -f "$1" ] && [ -s "$1" ] && kill -0 $(cat "$1") 2>/dev/null; }

@@ -148,7 +148,7 @@ def server_gone_message(bound: ConnectBound, cause: str) -> str:
              f"within {bound.timeout_s:g} s")
     return (f"the Spark Connect server at {bound.url} does not answer ({cause}; {tried}: "
             f"connect_timeout {bound.timeout_s:g}, connect_retries {bound.retries}). Start "
-            f"the server (scripts/connect_server.sh start, or your server's start command) "
+            f"the server (`sized-spark serve connect start`, or your server's start command) "
             f"or check `host` in profiles.yml; raise connect_timeout or connect_retries if "
             f"it is only slow to answer")
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = str(REPO / "scripts/connect_server.sh")
@@ -31,13 +31,17 @@ def java_dirs() -> List[str]:
 
 
 @contextmanager
-def connect_server(state: Path, port: str) -> Iterator[Tuple[str, Path]]:
+def connect_server(state: Path, port: str, s3_env: Optional[Dict[str, str]] = None
+                   ) -> Iterator[Tuple[str, Path]]:
     """A Connect server with our extension on 127.0.0.1:port, its state (warehouse,
-    metastore, log) in `state`; stopped by its pid on exit. Yields (URL, warehouse)."""
+    metastore, log) in `state`; stopped by its pid on exit. Yields (URL, warehouse).
+    s3_env: the SIZED_S3_* settings of a local S3 server the server keeps its warehouse on
+    (`--s3`; the yielded warehouse is then a local directory that stays empty)."""
     env = {**os.environ, "SIZED_CONNECT_DIR": str(state), "SIZED_CONNECT_PORT": port,
-           "PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    started = subprocess.run(["bash", SCRIPT, "start"], env=env, capture_output=True, text=True,
-                             timeout=300)
+           "PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", **(s3_env or {})}
+    extra = ["--s3"] if s3_env else []
+    started = subprocess.run(["bash", SCRIPT, "start", *extra], env=env, capture_output=True,
+                             text=True, timeout=300)
     assert started.returncode == 0, started.stdout + started.stderr
     url = started.stdout.strip().splitlines()[-1]
     before = dict(SERVER)  # an enclosing server's (a module's), put back on exit

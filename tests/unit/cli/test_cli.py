@@ -1,6 +1,8 @@
 """The `sized-spark` command: its local S3 server started, looked at and stopped by its
-pid (a real SeaweedFS), bad settings named, and the S3A jars' Hadoop version read from the
-installed pyspark."""
+pid (a real SeaweedFS), bad settings named, the S3A jars' Hadoop version read from the
+installed pyspark, and what the Connect server and the metastore service are started with
+(both are started for real by tests/functional/dbt: test_connect.py, test_shared_metastore.py
+and tests/functional/s3)."""
 import os
 import re
 import shutil
@@ -61,3 +63,57 @@ def test_the_s3a_jars_follow_the_installed_pyspark_hadoop():
     minor = ".".join(pyspark.__version__.split(".")[:2])
     assert hadoop_version({}) == known.get(minor, hadoop_version({}))
     assert re.fullmatch(r"3\.\d+\.\d+", hadoop_version({}))
+
+
+def test_the_connect_server_is_started_with_the_extension_and_on_s3_with_s3a():
+    from python_adapter.cli import connect_server
+    from python_adapter.cli.object_store import S3Server
+
+    server = connect_server.server_from_env({"SIZED_CONNECT_DIR": "/tmp/cs",
+                                             "SIZED_CONNECT_PORT": "15111"})
+    assert (server.url, server.warehouse_uri) == ("sc://127.0.0.1:15111",
+                                                  "file:///tmp/cs/warehouse")
+    s3 = S3Server(state="/tmp/s3", port=8333, bucket="sized", access_key="k", secret_key="s")
+    on_s3 = connect_server.on_s3(server, s3, ["/j/hadoop-aws.jar", "/j/bundle.jar"], {})
+    command = connect_server.command(on_s3, "/spark", "/j/ext.jar", "/l/log4j2.properties")
+    assert command[:3] == ["/spark/bin/spark-submit", "--class",
+                           "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    assert command[command.index("--jars") + 1] == "/j/ext.jar,/j/hadoop-aws.jar,/j/bundle.jar"
+    confs = dict(command[i + 1].split("=", 1) for i, c in enumerate(command) if c == "--conf")
+    assert confs["spark.connect.extensions.relation.classes"] == "sizedspark.connect.SizedOps"
+    assert confs["spark.sql.warehouse.dir"] == "s3a://sized/warehouse"
+    assert confs["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:8333"
+    assert confs["spark.connect.grpc.binding.address"] == "127.0.0.1"
+    # a warehouse named by the user stays where it is
+    named = connect_server.on_s3(server, s3, [], {"SIZED_CONNECT_WAREHOUSE": "/w"})
+    assert named.warehouse == "/tmp/cs/warehouse"
+
+
+@pytest.mark.parametrize("key", ["SIZED_CONNECT_PORT", "SIZED_METASTORE_PORT",
+                                 "SIZED_METASTORE_PG_PORT"])
+def test_a_service_port_that_is_no_number_is_named(key):
+    service = "connect" if "CONNECT" in key else "metastore"
+    done = _cli("serve", service, "start", env={**os.environ, key: "90x"})
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"sized-spark: {key}: '90x' is not a port number")
+
+
+def test_the_metastore_service_config_points_hive_at_its_postgresql():
+    from python_adapter.cli import metastore
+
+    service = metastore.service_from_env({"SIZED_METASTORE_DIR": "/tmp/ms",
+                                          "SIZED_METASTORE_PORT": "9183",
+                                          "SIZED_METASTORE_PG_PORT": "5533"})
+    assert service.uri == "thrift://127.0.0.1:9183"
+    site = metastore.hive_site(service)
+    assert "jdbc:postgresql://127.0.0.1:5533/metastore" in site
+    assert "<value>file:///tmp/ms/warehouse</value>" in site
+    assert "org.apache.hadoop.hive.metastore.model.MNotificationNextId" in site
+
+
+def test_a_service_without_java_says_how_to_get_it(tmp_path):
+    from python_adapter.cli import processes
+
+    with pytest.raises(ConfigError, match=r"Spark needs Java 17 \(or 21\), and none was found "
+                                          r"\(JAVA_HOME, or `java` on the PATH\)"):
+        processes.require_java({"JAVA_HOME": str(tmp_path)})
