@@ -66,9 +66,9 @@ def _serve_connect(action: str, env: Mapping[str, str], on_s3: bool) -> int:
     elif action == "stop":
         print("stopped" if connect_server.stop(server) else "not running")
     else:
-        url = connect_server.status(server)
-        print(f"running: {url}" if url else "not running")
-        return 0 if url else NOT_RUNNING
+        running = connect_server.status(server)
+        print(f"running: {running}" if running else "not running")
+        return 0 if running else NOT_RUNNING
     return 0
 
 
@@ -83,9 +83,9 @@ def _serve_metastore(action: str, env: Mapping[str, str], _on_s3: bool) -> int:
     elif action == "stop":
         print("stopped" if metastore.stop(service) else "not running")
     else:
-        uri = metastore.status(service)
-        print(f"running: {uri}" if uri else "not running")
-        return 0 if uri else NOT_RUNNING
+        running = metastore.status(service)
+        print(f"running: {running}" if running else "not running")
+        return 0 if running else NOT_RUNNING
     return 0
 
 
