@@ -18,15 +18,19 @@ method: wall time; S3 requests by kind as S3A counts them (the engine's server-s
 are added to S3A's own statistics) and as the server counts them (SeaweedFS's metrics);
 bytes copied server-side (S3A's files_copied_bytes); files, files below the small-file
 limit, the ideal file count (ours). The goals: ours at most 1.2x dbt-spark's wall time,
-no more bytes copied, files at the ideal. Writes <out>/object_store.md.
+no more bytes copied, files at the ideal. Then, untimed, the last batch is written once more
+by each method (its rows again: nothing changes for a reader) while a path reader (pyarrow's
+S3 filesystem) counts the table's rows over and over: what a reader sees during a write.
+Writes <out>/object_store.md.
 """
 import argparse
 import os
 import re
 import sys
+import threading
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -123,6 +127,58 @@ def measured(counters, spark, location, action):
     return Step(wall, s3a, server, listing(spark, location))
 
 
+@dataclass
+class PathReader:
+    """Counts a table's rows through pyarrow's S3 filesystem (a listing, then the files'
+    footers) in a loop on a thread, as a reader of `<table>/**/*.parquet` does, while a write
+    runs: the counts it saw and the reads that failed (a file gone between the listing and
+    its read)."""
+    server: object
+    prefix: str                  # 'bucket/path' of the table
+    counts: list = field(default_factory=list)
+    failed: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        import pyarrow.dataset as ds
+        from pyarrow import fs
+
+        store = fs.S3FileSystem(access_key=self.server.access_key,
+                                secret_key=self.server.secret_key,
+                                endpoint_override=f"127.0.0.1:{self.server.port}",
+                                scheme="http", region="us-east-1")
+        while not self._stop.is_set():
+            try:
+                self.counts.append(ds.dataset(self.prefix, filesystem=store, format="parquet",
+                                              partitioning="hive").count_rows())
+            except Exception as exc:  # what a reader meets: a file gone mid-read
+                self.failed.append(type(exc).__name__)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def readers_during_writes(spark, cfg, counters, locations, info, server):
+    """The batch written again by each method (untimed) under a PathReader: {method: (rows
+    before and after, the counts seen, the failed reads)}."""
+    seen = {}
+    for meth in METHODS:
+        rows = spark.table(f"{DB}.{TABLES[meth]}").count()
+        prefix = locations[meth][len("s3a://"):]
+        with PathReader(server, prefix) as reader:
+            batch(spark, cfg, counters, locations, info, only=meth)
+        seen[meth] = (rows, reader.counts, reader.failed)
+    return seen
+
+
 # ----------------------------------------------------------------------------------------
 # The run
 # ----------------------------------------------------------------------------------------
@@ -144,7 +200,8 @@ def backfill(spark, cfg, counters, locations):
     return steps
 
 
-def batch(spark, cfg, counters, locations, info):
+def batch(spark, cfg, counters, locations, info, only=None):
+    """Both methods write the batch (or `only` the one), in turns; {method: Step}."""
     def dbt_spark():
         with dynamic_overwrite(spark):
             spark.sql(overwrite_sql(f"{DB}.{TABLES[DBT]}", info["table"]))
@@ -155,7 +212,7 @@ def batch(spark, cfg, counters, locations, info):
     first, second = (OURS, DBT) if info["batch"] % 2 else (DBT, OURS)   # turn about
     actions = {OURS: ours, DBT: dbt_spark}
     return {meth: measured(counters, spark, locations[meth], actions[meth])
-            for meth in (first, second)}
+            for meth in (first, second) if only in (None, meth)}
 
 
 def ideal(files, target):
@@ -206,7 +263,10 @@ def measure_all(spark, args, cfg, target, server, work, version):
     same = a.exceptAll(b).count() + b.exceptAll(a).count() == 0
     rows = a.count()
     print(f"\nfinal tables: {rows:,} rows each; the same rows: {same}", flush=True)
-    return {"work": work, "history": history, "same": same, "rows": rows,
+    print("the last batch again under a path reader (untimed) ...", flush=True)
+    readers = readers_during_writes(spark, cfg, counters, locations, batches[-1], server)
+    print_section("what a path reader saw during a write", READER_HEAD, reader_rows(readers))
+    return {"work": work, "readers": readers, "history": history, "same": same, "rows": rows,
             "target": target, "small": cfg.small_file_limit, "spark": spark.version,
             "version": version, "source": src, "batches": len(batches)}
 
@@ -233,6 +293,21 @@ def step_rows(steps, target, small):
                          "object_metadata_request", "action_http_get_request")),
                      ", ".join(f"{k} {v:,}" for k, v in sorted(st.server.items()) if v)])
     return rows
+
+
+READER_HEAD = ["method", "table rows", "reads", "fewest rows seen", "most rows seen",
+               "reads with every row", "failed reads"]
+
+
+def reader_rows(readers):
+    out = []
+    for meth, (rows, counts, failed) in readers.items():
+        out.append([meth, f"{rows:,}", f"{len(counts) + len(failed):,}",
+                    f"{min(counts):,}" if counts else "-", f"{max(counts):,}" if counts else "-",
+                    f"{sum(1 for c in counts if c == rows):,}",
+                    f"{len(failed):,}" + (f" ({', '.join(sorted(set(failed)))})" if failed
+                                          else "")])
+    return out
 
 
 def print_step(name, steps, target, small):
@@ -265,7 +340,9 @@ def report(args, result, argv):
     for name, steps in history:
         lines += [f"### {name}", ""]
         lines += [md_table(HEAD, step_rows(steps, result["target"], result["small"])), ""]
-    lines += ["### Goals", ""] + [f"- {g}" for g in goals]
+    lines += ["### Goals", ""] + [f"- {g}" for g in goals] + [""]
+    lines += ["### What a path reader saw during a write (the last batch again, untimed)", "",
+              md_table(READER_HEAD, reader_rows(result["readers"]))]
     finish_run(result["work"], "object_store.md", lines, args.keep)
 
 

@@ -53,9 +53,9 @@ if [ -n "${PYSPARK:-}" ]; then
   # nor the upsert crash and services scenario (the crash matrix and the kill tests of the
   # engine run here; the scenario's run-operations are the same macros on dbt 1.11).
   IGNORED+=(--ignore=tests/functional/spark/services --ignore=tests/functional/report)
-  # Nor the writer lock on S3: pyspark 3.5's Hadoop (3.3.4) has no conditional writes, so
-  # the engine refuses S3 there (the refusal's wording is a unit test)
-  IGNORED+=(--ignore=tests/functional/table/test_lock_on_s3.py)
+  # Nor S3: pyspark 3.5's Hadoop (3.3.4) has no conditional writes, so the engine refuses
+  # S3 there (the refusal's wording is a unit test)
+  IGNORED+=(--ignore=tests/functional/s3)
   PROJECT=tests/functional/dbt/test_dbt_project.py
   pytest "${WORKERS[@]}" tests/unit tests/functional tests/packaging "${IGNORED[@]}" \
     --deselect "$PROJECT::test_upsert_and_clustering_on_a_standalone_cluster" \
