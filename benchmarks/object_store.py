@@ -342,7 +342,7 @@ def report(args, result, argv):
     lines = md_header("Object-store cost: ours and dbt-spark on S3 (SeaweedFS, S3A)",
                       command_line("object_store.py", argv), result["spark"])
     lines += [f"{result['source']['rows']:,} rows over a year of days, then "
-              f"{result['batches']} upsert batches; target {args.target}; engine "
+              f"{result['batches']} upsert batches; target {args.target}; "
               f"{result['version']}.", ""]
     for name, steps in history:
         lines += [f"### {name}", ""]

@@ -5,6 +5,9 @@ runs on a table in the warehouse on local disk and on one on S3, and each step's
 rows are the same on both. After every step on S3, Spark through the metastore, pyarrow's
 S3 filesystem, polars and DuckDB read exactly the table's rows, and nothing but its live
 data files is below the table."""
+import os
+import tempfile
+
 import pytest
 from pyspark.sql import functions as F
 
@@ -37,7 +40,6 @@ def _write(spark, df, table, **more):
 
 def _crash_then_recover(spark, df, table, point):
     """A write killed at `point` (the process gone with its lock), then sized_recover."""
-    import os
     os.environ["SIZED_SPARK_FAULT"] = point
     faults.reset()
     try:
@@ -54,7 +56,8 @@ def scenario(spark, events, table, drop_a_file, check):
     """The steps, each one's figures, and check(step) after each: a build, insert_overwrite,
     an upsert packing small files, deletes, a microbatch window, Z-order clustering,
     compaction, rollback, restore, clean, repair of a file deleted outside, a crash
-    recovered, the lock's state, the layout and the report."""
+    recovered, the lock's state, the layout, the report, and the adoption of a table Spark
+    wrote by its first compaction."""
     seen = {}
 
     def step(name, outcome):
@@ -92,7 +95,23 @@ def scenario(spark, events, table, drop_a_file, check):
     step("unlocked", api.unlock(spark, table).state.value)
     layout = api.layout(spark, table)
     step("layout", sorted((f.partition, f.rows, f.bytes) for f in layout.files))
+    report = api.report(spark, table, os.path.join(tempfile.mkdtemp(), "report.html"), **QUIET)
+    step("report", "day=2025-01-05" in open(report.path.replace("file:", "")).read())
+    step("adopted", _adopt(spark, events, table))
     return seen
+
+
+def _adopt(spark, events, table):
+    """A Parquet table Spark wrote itself (a file per task and partition, as dbt-spark's
+    `table` writes it) beside the scenario's, adopted and bin-packed by its first
+    compaction: (files before, files replaced, files written, rows)."""
+    plain = TableRef(table.schema, "plain")
+    events(days=4).repartition(3).write.partitionBy("day").format("parquet") \
+        .saveAsTable(plain.quoted)
+    before = len(api.layout(spark, plain).files)
+    compacted = api.compact(spark, plain, {"target_file_size": 16_000}, **QUIET)
+    return (before, compacted.files_replaced, compacted.files_written,
+            spark.table(plain.quoted).count())
 
 
 def _local_check(spark, table, rows):
@@ -110,7 +129,6 @@ def _spark_rows(spark, table):
 def both(spark, s3):
     """The scenario on local disk and on S3: (figures, rows after each step) of each, and
     the readers' complaints on S3 (empty when every reader read exactly the rows)."""
-    import os
     local_db, s3_db = "scenario_local", "scenario_s3"
     spark.sql(f"CREATE DATABASE {local_db}")
     spark.sql(f"CREATE DATABASE {s3_db} LOCATION 's3a://{s3.bucket}/warehouse/{s3_db}.db'")

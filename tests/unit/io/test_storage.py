@@ -73,3 +73,52 @@ def test_s3a_without_conditional_create_is_told_the_setting_and_the_hadoop_it_ne
     why = storage.no_conditional_create("s3a://b/t/lock", "3.3.4")
     assert "set spark.hadoop.fs.s3a.create.conditional.enabled=true" in why
     assert "this Spark has Hadoop 3.3.4" in why and "pyspark 4.x" in why
+
+
+class _IgnoresConditions:
+    """An object store that takes every write and ignores its conditions (a server that
+    drops If-None-Match and If-Match): what no server here does, so the probe's refusal of
+    it is shown on this stand-in; a real server that honours them is probed in
+    tests/functional/s3."""
+
+    def __init__(self, versioned=True):
+        self.files, self._versioned = {}, versioned
+
+    def write_bytes(self, path, data, overwrite=False):
+        self.files[path] = data
+
+    def delete(self, path, recursive=True):
+        return self.files.pop(path, None) is not None
+
+    def versioned(self, path):
+        return self._versioned
+
+    def read_versioned(self, path):
+        from python_adapter.io.storage import Versioned
+        return Versioned(self.files[path], str(hash(self.files[path])))
+
+    def replace_if(self, path, data, version):
+        self.files[path] = data
+        return True
+
+
+def test_a_store_that_ignores_if_none_match_is_refused_and_keeps_no_probe():
+    store = _IgnoresConditions()
+    why = refusal(store, "s3a://b/t/lock", lambda: None)
+    assert why.startswith("it does not honour create-if-absent (a file created twice, the "
+                          "second time only if absent, was not refused)")
+    assert store.files == {}
+
+
+def test_a_store_that_ignores_if_match_is_refused_for_its_compare_and_swap():
+    class HonoursCreates(_IgnoresConditions):
+        def write_bytes(self, path, data, overwrite=False):
+            if path in self.files and not overwrite:
+                raise FileExistsError(path)
+            self.files[path] = data
+
+    why = refusal(HonoursCreates(), "s3a://b/t/lock", lambda: None)
+    assert why.startswith("s3a: this S3 server refused or ignored a replace conditional on "
+                          "the object's ETag (If-Match)")
+    assert refusal(HonoursCreates(versioned=False), "gs://b/t/lock", lambda: None).startswith(
+        "gs is an object store whose Hadoop connector offers no compare-and-swap")
