@@ -154,7 +154,7 @@ def _assert_quiet_and_filesystem(run, project, target):
     for noise in NOISE:
         assert noise not in output, noise
     log = (project / "logs" / "dbt.log").read_text()
-    if target in ("embedded", "s3"):
+    if target == "embedded":
         assert "embedded Spark: file: paths through sizedspark.fs.NioLocalFileSystem" in log
     elif target == "connect":
         assert "embedded Spark" not in log  # no JVM in the dbt process
@@ -232,10 +232,8 @@ def test_upsert_crash_recovery_and_clustering(mini):
     upsert_crash_recovery_and_clustering(*mini, "embedded")
 
 
-def upsert_crash_recovery_and_clustering(project, home, target, first_instant=None):
-    """The scenario, on a target (test_connect.py runs it over method: connect,
-    tests/functional/s3/test_dbt_on_s3.py with the warehouse on S3, whose first_instant()
-    reads the table's timeline there)."""
+def upsert_crash_recovery_and_clustering(project, home, target):
+    """The scenario, on a target (test_connect.py runs it over method: connect)."""
     # the first run, then the dbt process dies (like kill -9) after moving two files during
     # the publish of batch 2
     first, *_, crashed = _dbt_steps(
@@ -246,7 +244,7 @@ def upsert_crash_recovery_and_clustering(project, home, target, first_instant=No
     _assert_quiet_and_filesystem(first, project, target)
     _assert_start_and_ok_lines_only(first)
     assert crashed.returncode == 137, crashed.stdout[-4000:]  # the fault's os._exit
-    first_instant = first_instant() if first_instant else _first_instant(home)
+    first_instant = _first_instant(home)
     # The rest runs in one dbt process (dbtRunner), as an orchestrator would run it: the
     # recovery, batch 2 again, the operations, then back to batch 1 (before the upsert and
     # the clustering) and a clean past one commit.

@@ -1,10 +1,9 @@
 """dbt end to end with the warehouse on S3 (a real S3 server: SeaweedFS on 127.0.0.1,
 `sized-spark serve s3`; S3A's jars fetched by `sized-spark jars s3a`), through the
 integration profile's `s3` target, as on local disk (tests/functional/dbt/test_dbt_project.py):
-the integration project builds and rebuilds incrementally with its data tests (every
-source row once, files sized), microbatch batches and a rerun window; the mini project's
-upsert killed mid-publish (the dbt process exits on the spot), recovered, then clustered,
-compacted, restored and cleaned; a snapshot, a Python model and a `table` model written
+the integration project builds with its data tests (every source row once, files sized); the
+mini project's upsert killed mid-publish (the dbt process exits on the spot), recovered,
+then clustered, restored and cleaned; a snapshot, a Python model and a `table` model written
 through the engine. Every table is read back from S3 by pyarrow. A bucket whose S3A client
 makes no conditional create is refused once, naming the setting, before anything is
 written there.
@@ -21,10 +20,8 @@ import yaml
 from python_adapter.cli.jars import s3a_jars
 from python_adapter.table.timeline import parse_file_name
 from tests.functional import object_store
-from tests.functional.dbt.test_dbt_project import (MICROBATCH_VARS, REPO, _dbt_steps,
-                                                   _integration_project, _microbatch_window,
-                                                   _mini_project, _plain,
-                                                   upsert_crash_recovery_and_clustering)
+from tests.functional.dbt.test_dbt_project import (REPO, _dbt_steps, _integration_project,
+                                                   _mini_project, _plain)
 from tests.functional.dbt.test_failures_said_once import _java_stack
 
 WAREHOUSE = f"{object_store.BUCKET}/warehouse/sized_it.db"
@@ -53,46 +50,26 @@ def _completed(server, table):
 
 @pytest.fixture(scope="module")
 def integration(s3_server, tmp_path_factory):
-    """The integration project on S3 in one dbt process: a build with its data tests (20
-    days, at 4 threads), then five daily microbatch batches and a rerun of one day (the
-    incremental rebuilds run on local disk in test_dbt_project.py: on S3 their commits are
-    the microbatch's, tested here)."""
+    """The integration project's build on S3, with its data tests (12 days, at 4 threads).
+    Its incremental rebuilds and microbatch batches run on local disk in
+    test_dbt_project.py; on S3 their commits are the upserts and the microbatch window of
+    test_table_on_s3.py."""
     project, home = _integration_project(tmp_path_factory.mktemp("integration_s3"))
-    small = ["--vars", "{event_days: 20, base_rows_per_day: 300}"]
-    steps = _dbt_steps(
-        project, home, "s3", ["build", *small, "--threads", "4"],
-        _microbatch_window("2025-01-01", "2025-01-06"),
-        _microbatch_window("2025-01-03", "2025-01-04", mb_version=2),
-        short_jvm=False, env_extra=_env(s3_server))
-    return dict(zip(["first", "days", "rerun"], steps))
+    return _dbt_steps(project, home, "s3", ["build", "--vars",
+                                            "{event_days: 12, base_rows_per_day: 300}",
+                                            "--threads", "4"],
+                      short_jvm=False, env_extra=_env(s3_server))[0]
 
 
 def test_the_integration_project_builds_on_s3_with_its_tests(integration):
-    first = integration["first"]
-    assert first.returncode == 0, first.stdout[-4000:]
-    assert "Completed successfully" in first.stdout and "ERROR=0" in first.stdout
-    assert "Concurrency: 4 threads" in first.stdout
+    assert integration.returncode == 0, integration.stdout[-4000:]
+    assert "Completed successfully" in integration.stdout and "ERROR=0" in integration.stdout
+    assert "Concurrency: 4 threads" in integration.stdout
     assert re.search(r"OK created sql \w+ model sized_it\.events_incremental \.+ "
                      r"\[[\d,]+ rows, [\d,]+ files? in [\d,]+ partitions? in ",
-                     _plain(first.stdout)), first.stdout[-3000:]
-    assert "Unhandled error" not in first.stdout
-    assert not _java_stack(first.stdout + first.stderr)
-
-
-def test_microbatch_batches_and_a_rerun_window_on_s3(integration, s3_server):
-    days, rerun = integration["days"], integration["rerun"]
-    assert days.returncode == 0 and rerun.returncode == 0, days.stdout[-3000:] + rerun.stdout[-3000:]
-    rows = _rows(s3_server, "events_microbatch", ["event_date", "version"])
-    per_day = {}
-    for day, version in rows:
-        per_day.setdefault(str(day), set()).add(version)
-    expected = {f"2025-01-{d:02d}" for d in range(1, 6)}
-    assert set(per_day) == expected
-    assert per_day["2025-01-03"] == {2} and all(per_day[d] == {1} for d in expected - {"2025-01-03"})
-    counts = {}
-    for day, _ in rows:
-        counts[str(day)] = counts.get(str(day), 0) + 1
-    assert counts == {f"2025-01-{d:02d}": int(300 * 1.1 ** ((d - 1) / 30.0)) for d in range(1, 6)}
+                     _plain(integration.stdout)), integration.stdout[-3000:]
+    assert "Unhandled error" not in integration.stdout
+    assert not _java_stack(integration.stdout + integration.stderr)
 
 
 @pytest.fixture(scope="module")
@@ -101,18 +78,45 @@ def mini_s3(s3_server, tmp_path_factory):
     return project, home
 
 
-def test_an_upsert_killed_mid_publish_on_s3_is_recovered_and_the_services_run(
-        mini_s3, s3_server, monkeypatch):
-    """The mini project's scenario (tests/functional/dbt/test_dbt_project.py) on S3: the dbt
-    process exits on the spot after two files of the upsert's publish (copies and deletes
-    there), the next process recovers, upserts again, clusters, compacts, restores the first
-    commit and cleans; every step keeps each key once (the project's data test)."""
+def test_an_upsert_killed_mid_publish_on_s3_is_recovered_and_the_services_run(mini_s3,
+                                                                             s3_server):
+    """The mini project's orders on S3: the dbt process exits on the spot after two steps of
+    the upsert's publish (a file copied aside, not yet deleted: at both paths); the next
+    process's sized_recover rolls it back, the upsert runs again, a Hilbert clustering and a
+    restore of the first commit follow, then a clean; each keeps every key once (the
+    project's data test). The whole scenario, with the timeline, layout, report and
+    compaction operations, runs on local disk and over Connect (test_dbt_project.py)."""
     project, home = mini_s3
-    for key, value in _env(s3_server).items():
-        monkeypatch.setenv(key, value)
-    upsert_crash_recovery_and_clustering(project, home, "s3",
-                                         first_instant=lambda: _completed(s3_server,
-                                                                          "orders")[0])
+    env = _env(s3_server)
+    first, *_, crashed = _dbt_steps(
+        project, home, "s3", ["run", "--select", "orders"],
+        ["!env", "SIZED_SPARK_FAULT", "publish:2"], ["!env", "SIZED_SPARK_FAULT_MODE", "exit"],
+        ["run", "--select", "orders", "--vars", "{batch: 2}"], dies=True, env_extra=env)
+    assert first.returncode == 0, first.stdout[-4000:]
+    assert crashed.returncode == 137, crashed.stdout[-4000:]  # the fault's os._exit
+    first_instant = _completed(s3_server, "orders")[0]
+    recovered, rerun, clustered, check2, restored, check1, cleaned = _dbt_steps(
+        project, home, "s3",
+        ["run-operation", "sized_recover", "--args", "{relation: sized_it.orders}"],
+        ["build", "--select", "orders", "orders_hold_each_key_once", "--vars", "{batch: 2}"],
+        ["run-operation", "sized_cluster", "--args",
+         "{relation: sized_it.orders, cluster_by: [value, payload], strategy: hilbert}"],
+        ["test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 2}"],
+        ["run-operation", "sized_restore", "--args",
+         f"{{relation: sized_it.orders, instant: '{first_instant}'}}"],
+        ["test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 1}"],
+        ["run-operation", "sized_clean", "--args",
+         "{relation: sized_it.orders, retain_commits: 1, retain_hours: 0}"], env_extra=env)
+    assert recovered.returncode == 0, recovered.stdout[-4000:]
+    assert "recovering stale writer lock" in recovered.stdout
+    assert recovered.stdout.count("1 unfinished instant rolled back") == 1
+    assert rerun.returncode == 0 and "PASS=2" in rerun.stdout, rerun.stdout[-4000:]
+    assert clustered.returncode == 0 and "clustering: 1 plan, " in clustered.stdout
+    for step in (check2, restored, check1, cleaned):
+        assert step.returncode == 0, step.stdout[-4000:]
+    assert f"Restored sized_it.orders to {first_instant}" in restored.stdout
+    rows = _rows(s3_server, "orders", ["id"])   # the first commit's, after the restore
+    assert sorted(rows) == [(i,) for i in range(1, 3001)]
 
 
 @pytest.fixture(scope="module")
