@@ -70,8 +70,8 @@ SEED_ONCE = ["--exclude", "resource_type:seed"]
 def run(target: str) -> int:
     started = time.monotonic()
     runner = dbtRunner()
-    steps = [(what, [*args, *SEED_ONCE] if target == "s3" and i > 1 else args)
-             for i, (what, args) in enumerate(STEPS, 1)]
+    steps = [(what, [*args, *SEED_ONCE] if target == "s3" and i > 1 and args[0] == "build"
+              else args) for i, (what, args) in enumerate(STEPS, 1)]
     for i, (what, args) in enumerate(steps, 1):
         print(f"\n=== demo step {i} of {len(STEPS)}: {what} (dbt {' '.join(args)})", flush=True)
         if not runner.invoke([*args, "--profiles-dir", str(PROJECT), "--target",
