@@ -60,6 +60,11 @@ if [ -n "${PYSPARK:-}" ]; then
   pytest "${WORKERS[@]}" tests/unit tests/functional tests/packaging "${IGNORED[@]}" \
     --deselect "$PROJECT::test_upsert_and_clustering_on_a_standalone_cluster" \
     --deselect "$PROJECT::test_upsert_crash_recovery_and_clustering" "$@"
-else
+elif [ $# -gt 0 ]; then
   pytest "${WORKERS[@]}" "$@"
+else
+  # tests/functional/s3 in a pytest process of their own: their Spark sessions need the S3A
+  # jars on the JVM's launch, and another module's session would have launched it without
+  pytest "${WORKERS[@]}" --ignore=tests/functional/s3
+  pytest "${WORKERS[@]}" tests/functional/s3
 fi

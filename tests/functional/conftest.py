@@ -13,14 +13,11 @@ TEST_CONF = (("spark.sql.shuffle.partitions", "4"), ("spark.sql.ansi.enabled", "
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    """One session per pytest worker; with the S3A jars where S3 is supported, so the tests
-    of tests/functional/s3 share it (tests/functional/object_store.py)."""
+    """One session per pytest worker (tests/functional/s3 start theirs with the S3A jars)."""
     from benchmarks.lib.session import LocalSpark, start
-    from tests.functional.object_store import session_conf
 
     home = tmp_path_factory.mktemp("spark_home")
-    session = start(LocalSpark(home, app_name="sized-tests", class_archive=True,
-                               conf=TEST_CONF + session_conf()))
+    session = start(LocalSpark(home, app_name="sized-tests", class_archive=True, conf=TEST_CONF))
     yield session
     session.stop()
 

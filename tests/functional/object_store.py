@@ -2,10 +2,11 @@
 python_adapter/cli/object_store.py) and the test session's S3A settings for it, and what
 other engines read there (pyarrow's S3 filesystem; polars and DuckDB through it).
 
-The test session (tests/functional/conftest.py) carries the S3A jars from its start
-(`session_conf`) wherever pyspark's Hadoop has S3's conditional writes (3.4.2 and later:
-pyspark 4); the `s3` fixture starts one server per pytest worker and points the session at
-it. pyspark 3.5's run leaves tests/functional/s3 out (scripts/test.sh): its Hadoop refuses."""
+The tests of tests/functional/s3 start their Spark session with the S3A jars
+(`session_conf`); the JVM takes them only at its launch, so they run in a pytest process of
+their own (scripts/test.sh runs them after the rest). The `s3` fixture starts one server per
+pytest worker and points the session at it. pyspark 3.5's run leaves tests/functional/s3 out:
+its Hadoop (3.3.4) has no conditional writes, and the engine refuses S3 there."""
 import os
 from contextlib import contextmanager
 from typing import Iterator, Tuple
@@ -25,8 +26,20 @@ def conditional_writes() -> bool:
 
 def session_conf() -> Tuple[Tuple[str, str], ...]:
     """The S3A jars on the test session's classpath (fetched once by `sized-spark jars s3a`,
-    which scripts/setup.sh runs), where S3 is supported."""
-    return (("spark.jars", ",".join(s3a_jars(os.environ))),) if conditional_writes() else ()
+    which scripts/setup.sh runs)."""
+    return (("spark.jars", ",".join(s3a_jars(os.environ))),)
+
+
+def s3a_missing_from_driver() -> bool:
+    """Whether this process's JVM is up without S3A: another module's Spark session launched
+    it, and jars given to a later session reach its tasks but not the driver."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return False
+    conf = gateway.jvm.org.apache.hadoop.conf.Configuration()
+    return conf.getClassByNameOrNull("org.apache.hadoop.fs.s3a.S3AFileSystem") is None
 
 
 @contextmanager
