@@ -9,6 +9,9 @@
 #   PYSPARK=3.5 bash scripts/setup.sh   # .venv-pyspark3.5: the `session` and test extras on
 #                                       # pyspark 3.5 (which has no Spark Connect)
 #   DBT_CORE=1.11 bash scripts/setup.sh # a venv named -dbt1.11 on dbt-core 1.11 (with PYSPARK too)
+#   bash scripts/setup.sh peers  # .venv-peers for benchmarks/peers.py: pyspark 3.5 (the Hudi
+#                                # bundle served here is for Spark 3.5 only) and Maven, which
+#                                # fetches Hudi's, Iceberg's and Delta's jars on first use
 # The JDK, not only the JRE: installing this package builds it, and the build compiles the Java
 # helpers (the embedded session's local filesystem, python_adapter/io/fast_local_fs.py) into
 # the wheel; a source checkout (the tests) compiles them on first use. A user installing the
@@ -22,6 +25,7 @@ if ! java -version 2>&1 | grep -q 'version "17' || ! command -v javac >/dev/null
 fi
 PY=${PYTHON:-python3}
 VENV=.venv${PYSPARK:+-pyspark$PYSPARK}${DBT_CORE:+-dbt$DBT_CORE}
+[ "${1:-}" = peers ] && VENV=.venv-peers
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 . "$VENV/bin/activate"
 python -m pip install -q --upgrade pip
@@ -40,6 +44,11 @@ if [ "${1:-}" = demo ] && [ "${2:-}" = s3 ]; then
   python -m pip install -q ".[session,s3]" "$DBT"
   install_maven
   sized-spark jars s3a >/dev/null
+elif [ "${1:-}" = peers ]; then
+  # numpy and pyarrow below 2 and 23 on pyspark 3.5, as below
+  python -m pip install -q ".[session,bench]" "pyspark==3.5.*" "$DBT" "numpy<2" "pyarrow<23" \
+    duckdb polars
+  install_maven
 elif [ "${1:-}" = demo ]; then
   python -m pip install -q ".[session]" "$DBT"
 elif [ -n "${PYSPARK:-}" ]; then
