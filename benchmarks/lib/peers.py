@@ -87,7 +87,10 @@ def table_properties(fmt: str, sizing: Sizing) -> Dict[str, str]:
                 # a merge's row replaces the stored one, as dbt's `update set *` does
                 "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING"}
     if fmt == "iceberg":
+        # the target caps its rolling writer; the advisory size is what AQE sizes the tasks
+        # before it by (by default 128 MB times a compression guess, not the target)
         return {"write.target-file-size-bytes": str(sizing.target),
+                "write.spark.advisory-partition-size-bytes": str(sizing.target),
                 "write.distribution-mode": "hash", "write.merge.distribution-mode": "hash"}
     if fmt == "delta":
         return {"delta.autoOptimize.optimizeWrite": "true",
@@ -97,7 +100,11 @@ def table_properties(fmt: str, sizing: Sizing) -> Dict[str, str]:
 
 def delta_session_sizing(sizing: Sizing) -> Tuple[Tuple[str, str], ...]:
     """Delta's sizing settings that are session conf, not table properties: the optimized
-    write's bin (in MiB: 1 MiB is its smallest) and auto compaction's file size."""
+    write's bin (in MiB: 1 MiB is its smallest; Delta 3.3 has no delta.targetFileSize) and
+    auto compaction's file size. Auto compaction runs after a commit that adds files, on the
+    partitions whose small files the driver has counted: a fresh driver (each `dbt run`)
+    compacts every partition it modifies on its first write; this benchmark's one process
+    per method runs every batch in one driver."""
     return (("spark.databricks.delta.optimizeWrite.binSize", "1"),
             ("spark.databricks.delta.autoCompact.maxFileSize", str(sizing.target)))
 

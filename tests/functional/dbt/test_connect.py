@@ -218,7 +218,7 @@ from (select explode(sequence(1, 20000)) as id)
 @pytest.mark.parametrize("taken_over_by", ["the next run", "sized_unlock"])
 def test_a_dead_clients_job_still_running_on_the_server_is_stopped_before_recovery(
         server, tmp_path, taken_over_by):
-    """A dbt client dies (kill -9) three seconds into an upsert whose Spark jobs take about
+    """A dbt client dies (kill -9) eight seconds into an upsert whose Spark jobs take about
     half a minute: the server keeps running them, waiting for the client to reattach. The
     next run takes over the dead client's lock (or `sized_unlock` with force breaks it),
     ends its Connect session (its operations interrupted, its jobs cancelled and waited
@@ -236,7 +236,7 @@ def test_a_dead_clients_job_still_running_on_the_server_is_stopped_before_recove
     first, _, _, died = _dbt_steps(
         project, state, "connect", ["run", "--select", "slow"],
         ["!env", "SIZED_SPARK_FAULT", "requested"],
-        ["!env", "SIZED_SPARK_FAULT_MODE", "exit_after:3"],
+        ["!env", "SIZED_SPARK_FAULT_MODE", "exit_after:8"],
         ["run", "--select", "slow", "--vars", "{slow: true}"], dies=True)
     unlock = [["run-operation", "sized_unlock", "--args", "{relation: sized_it.slow, force: true}"]]
     *unlocked, recovered = _dbt_steps(

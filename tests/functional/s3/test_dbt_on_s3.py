@@ -1,10 +1,9 @@
 """dbt end to end with the warehouse on S3 (a real S3 server: SeaweedFS on 127.0.0.1,
 `sized-spark serve s3`; S3A's jars fetched by `sized-spark jars s3a`), through the
 integration profile's `s3` target, as on local disk (tests/functional/dbt/test_dbt_project.py):
-the integration project builds with its data tests (every source row once, files sized); the
-mini project's upsert killed mid-publish (the dbt process exits on the spot), recovered,
-then clustered, restored and cleaned; a snapshot, a Python model and a `table` model written
-through the engine. Every table is read back from S3 by pyarrow. A bucket whose S3A client
+the integration project builds with its data tests (every source row once, files sized); a
+snapshot, a Python model and a `table` model written through the engine (a run killed
+mid-publish and the models over Connect: test_dbt_recovery_on_s3.py, on the other worker). Every table is read back from S3 by pyarrow. A bucket whose S3A client
 makes no conditional create is refused once, naming the setting, before anything is
 written there.
 
@@ -21,7 +20,7 @@ from python_adapter.cli.jars import s3a_jars
 from python_adapter.table.timeline import parse_file_name
 from tests.functional import object_store
 from tests.functional.dbt.test_dbt_project import (REPO, _dbt_steps, _integration_project,
-                                                   _mini_project, _plain)
+                                                   _plain)
 from tests.functional.dbt.test_failures_said_once import _java_stack
 
 WAREHOUSE = f"{object_store.BUCKET}/warehouse/sized_it.db"
@@ -73,53 +72,6 @@ def test_the_integration_project_builds_on_s3_with_its_tests(integration):
 
 
 @pytest.fixture(scope="module")
-def mini_s3(s3_server, tmp_path_factory):
-    project, home = _mini_project(tmp_path_factory.mktemp("mini_s3"))
-    return project, home
-
-
-def test_an_upsert_killed_mid_publish_on_s3_is_recovered_and_the_services_run(mini_s3,
-                                                                             s3_server):
-    """The mini project's orders on S3: the dbt process exits on the spot after two steps of
-    the upsert's publish (a file copied aside, not yet deleted: at both paths); the next
-    process's sized_recover rolls it back, the upsert runs again, a Hilbert clustering and a
-    restore of the first commit follow, then a clean; each keeps every key once (the
-    project's data test). The whole scenario, with the timeline, layout, report and
-    compaction operations, runs on local disk and over Connect (test_dbt_project.py)."""
-    project, home = mini_s3
-    env = _env(s3_server)
-    first, *_, crashed = _dbt_steps(
-        project, home, "s3", ["run", "--select", "orders"],
-        ["!env", "SIZED_SPARK_FAULT", "publish:2"], ["!env", "SIZED_SPARK_FAULT_MODE", "exit"],
-        ["run", "--select", "orders", "--vars", "{batch: 2}"], dies=True, env_extra=env)
-    assert first.returncode == 0, first.stdout[-4000:]
-    assert crashed.returncode == 137, crashed.stdout[-4000:]  # the fault's os._exit
-    first_instant = _completed(s3_server, "orders")[0]
-    recovered, rerun, clustered, check2, restored, check1, cleaned = _dbt_steps(
-        project, home, "s3",
-        ["run-operation", "sized_recover", "--args", "{relation: sized_it.orders}"],
-        ["build", "--select", "orders", "orders_hold_each_key_once", "--vars", "{batch: 2}"],
-        ["run-operation", "sized_cluster", "--args",
-         "{relation: sized_it.orders, cluster_by: [value, payload], strategy: hilbert}"],
-        ["test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 2}"],
-        ["run-operation", "sized_restore", "--args",
-         f"{{relation: sized_it.orders, instant: '{first_instant}'}}"],
-        ["test", "--select", "orders_hold_each_key_once", "--vars", "{batch: 1}"],
-        ["run-operation", "sized_clean", "--args",
-         "{relation: sized_it.orders, retain_commits: 1, retain_hours: 0}"], env_extra=env)
-    assert recovered.returncode == 0, recovered.stdout[-4000:]
-    assert "recovering stale writer lock" in recovered.stdout
-    assert recovered.stdout.count("1 unfinished instant rolled back") == 1
-    assert rerun.returncode == 0 and "PASS=2" in rerun.stdout, rerun.stdout[-4000:]
-    assert clustered.returncode == 0 and "clustering: 1 plan, " in clustered.stdout
-    for step in (check2, restored, check1, cleaned):
-        assert step.returncode == 0, step.stdout[-4000:]
-    assert f"Restored sized_it.orders to {first_instant}" in restored.stdout
-    rows = _rows(s3_server, "orders", ["id"])   # the first commit's, after the restore
-    assert sorted(rows) == [(i,) for i in range(1, 3001)]
-
-
-@pytest.fixture(scope="module")
 def small_runs(s3_server, tmp_path_factory):
     """tests/functional/dbt_s3 in one dbt process: version 1 of its models and a snapshot,
     then version 2 and the snapshot again; then the model on the bucket without
@@ -154,41 +106,6 @@ def test_a_table_a_python_model_an_upsert_and_a_snapshot_on_s3(small_runs, s3_se
     assert sorted(r[0] for r in closed) == list(range(3, 301, 3))
     # each of the snapshot's runs is one commit of the engine
     assert len(_completed(s3_server, "s3_snapshot")) == 2
-
-
-CONNECT_BUCKET = "connect"
-
-
-@pytest.fixture(scope="module")
-def over_connect(s3_server, tmp_path_factory):
-    """tests/functional/dbt_s3's models over `method: connect`: a Spark Connect server
-    (`sized-spark serve connect start --s3`) keeps its warehouse in a bucket of the S3
-    server; the dbt client sees neither S3 nor a Java (tests/functional/dbt_connect.py)."""
-    from benchmarks.lib.session import free_port
-    from tests.functional.dbt_connect import connect_server
-
-    tmp = tmp_path_factory.mktemp("s3_connect")
-    project, home = tmp / "project", tmp / "spark"
-    shutil.copytree(REPO / "tests/functional/dbt_s3", project)
-    shutil.copy(REPO / "integration_tests/profiles.yml", project / "profiles.yml")
-    object_store.arrow_store(s3_server).create_dir(CONNECT_BUCKET)
-    s3_env = {**_env(s3_server), "SIZED_S3_BUCKET": CONNECT_BUCKET}
-    with connect_server(tmp / "server", str(free_port()), s3_env):
-        steps = _dbt_steps(project, home, "connect",
-                           ["run", "--select", "s3_events", "s3_python"],
-                           ["run", "--select", "s3_events", "--vars",
-                            json.dumps({"version": 2})])
-    return steps
-
-
-def test_over_connect_the_server_writes_and_upserts_on_s3(over_connect, s3_server):
-    for step in over_connect:
-        assert step.returncode == 0, step.stdout[-4000:]
-    prefix = f"s3a://{CONNECT_BUCKET}/warehouse/sized_it.db"
-    events = object_store.pyarrow_rows(s3_server, f"{prefix}/s3_events", ["id", "tag"])
-    assert events == UPSERTED
-    days = object_store.pyarrow_rows(s3_server, f"{prefix}/s3_python", ["count"])
-    assert days == [(100,)] * 3
 
 
 def test_a_store_without_conditional_create_is_refused_naming_the_setting(small_runs, s3_server):
