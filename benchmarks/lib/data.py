@@ -128,10 +128,21 @@ def batch_rows(spark, shape, plans, base_rows, rows_by_date, input_partitions):
             picks.append((p["batch"], d, min(1.0, p["n_upd"] / max(in_days, 1))))
     picks = spark.createDataFrame(picks, "batch int, event_date date, fraction double")
     types = F.array(*[F.lit(x) for x in ("refund", "purchase", "chargeback")])
+    # uniform draws from the key, not rand(): rand follows the rows' order in their
+    # sPartitions, which follows the order the source's files are listed in (their names
+    # hold a job's uuid), so every process (benchmarks/peers.py runs one a method) would
+    # sample other updates
     upd = (spark.table(SOURCE).join(F.broadcast(picks), "event_date")
-           .where(F.rand(SEED + 300) < F.col("fraction"))
-           .withColumn("amount", F.round(F.rand(SEED + 500) * 500, 2))
+           .where(_uniform(SEED + 300) < F.col("fraction"))
+           .withColumn("amount", F.round(_uniform(SEED + 500) * 500, 2))
            .withColumn("event_type",
-                       F.element_at(types, (F.floor(F.rand(SEED + 600) * 3) + 1).cast("int"))))
+                       F.element_at(types, (F.floor(_uniform(SEED + 600) * 3) + 1).cast("int"))))
     cols = [*DATA_COLS, "event_date", "batch"]
     return new.select(*cols).unionByName(upd.select(*cols))
+
+
+def _uniform(seed):
+    """A draw in [0, 1) from the row's key and its batch: the same in every process."""
+    from pyspark.sql import functions as F
+
+    return F.pmod(F.xxhash64("event_id", "batch", F.lit(seed)), F.lit(1_000_003)) / F.lit(1_000_003.0)
