@@ -73,23 +73,10 @@ def _weed() -> str:
 def _command(server: S3Server) -> List[str]:
     # loopback only, and nothing but S3 besides the parts it needs (master, volume, filer)
     metrics = [f"-metricsPort={server.metrics_port}"] if server.metrics_port else []
-    # its inner parts on free ports, not their defaults (9333, 8080, 8888 and those +10000):
-    # two servers started at once (a test worker each) would both bind 9333
-    inner = [f"-{part}={_free_port()}" for part in
-             ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
-              "filer.port", "filer.port.grpc", "s3.port.grpc")]
     return [_weed(), "mini", f"-dir={server.state}/data", "-ip=127.0.0.1",
             "-ip.bind=127.0.0.1", f"-s3.port={server.port}", "-webdav=false",
             "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
-            "-master.telemetry=false", *inner, *metrics]
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+            "-master.telemetry=false", *metrics]
 
 
 def start(server: S3Server) -> str:
