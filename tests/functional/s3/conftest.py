@@ -39,23 +39,3 @@ def s3(spark, s3_server):
     """The worker's S3 server, which its Spark session reaches."""
     point_session_at(spark, s3_server)
     return s3_server
-
-
-# The heaviest modules first (seconds on 2 workers here: the dbt build ~335, the killed run
-# and Connect ~250, the crashes ~200, the table ~135, the lock ~35), so both pytest workers
-# finish together: scripts/test.sh hands modules out in collection order
-HEAVIEST_FIRST = ["test_dbt_on_s3", "test_dbt_recovery_on_s3", "test_crashes_on_s3",
-                  "test_table_on_s3", "test_lock_on_s3"]
-
-
-def pytest_collection_modifyitems(items):
-    """This directory's tests in HEAVIEST_FIRST's order, in the places they held (the rest of
-    a run's items stay where they are)."""
-    def rank(item):
-        name = item.module.__name__.rsplit(".", 1)[-1]
-        return HEAVIEST_FIRST.index(name) if name in HEAVIEST_FIRST else len(HEAVIEST_FIRST)
-
-    slots = [i for i, item in enumerate(items) if "/functional/s3/" in str(item.fspath)]
-    ours = sorted((items[i] for i in slots), key=rank)   # stable: a module's own order kept
-    for i, item in zip(slots, ours):
-        items[i] = item
