@@ -43,7 +43,8 @@ if REPO not in sys.path:
 from benchmarks.lib import DEFAULT_OUT  # noqa: E402
 from benchmarks.lib.data import COLS, SCHEMA, SOURCE_VIEW, START, BatchOptions  # noqa: E402
 from benchmarks.lib.peers import (Sizing, create_as_sql, delta_session_sizing,  # noqa: E402
-                                  duckdb_query, hudi_writer_options, live_files, local_path,
+                                  duckdb_query, hudi_writer_options, live_files, live_paths,
+                                  local_path,
                                   merge_sql, session_conf, spark_query)
 from benchmarks.lib.report import (command_line, engine_state, finish_run,  # noqa: E402
                                    md_bullets, md_header, md_table, print_section, start_run)
@@ -184,9 +185,11 @@ class Writer:
         if self.key in ("ours", "parquet"):
             from benchmarks.lib.tables import listing
             return listing(self.spark, table_location(self.spark, self.name))
-        location = self.location if self.key == "hudi-writer" else None
-        return live_files(self.spark, self.fmt if self.key != "hudi-writer" else self.key,
-                          self.table, location)
+        return live_files(self.spark, self._reader_format(), self.table, self.location)
+
+    def _reader_format(self):
+        """The format live_paths reads: Hudi's writer keeps its table at a path."""
+        return self.key if self.key == "hudi-writer" else self.fmt
 
     def backfill(self, source):
         if self.key == "ours":
@@ -250,17 +253,9 @@ class Writer:
         if self.key in ("ours", "parquet"):
             location = local_path(table_location(self.spark, self.name))
             return f"read_parquet('{location}/**/*.parquet', hive_partitioning = true)"
-        paths = self._live_paths()
+        paths = live_paths(self.spark, self._reader_format(), self.table, self.location)
         listed = ", ".join(f"'{p}'" for p in paths)
         return f"read_parquet([{listed}], hive_partitioning = true)"
-
-    def _live_paths(self):
-        if self.fmt == "iceberg":
-            rows = self.spark.sql(f"SELECT file_path FROM {self.table}.files").collect()
-            return [local_path(r[0]) for r in rows]
-        frame = (self.spark.read.format("hudi").load(self.location) if self.key == "hudi-writer"
-                 else self.spark.table(self.table))
-        return [local_path(p) for p in frame.inputFiles()]
 
     def _partition_listing(self):
         """The metastore's partition listing: SHOW PARTITIONS where the catalog answers it,

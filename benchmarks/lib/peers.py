@@ -161,18 +161,21 @@ def local_path(path: str) -> str:
     return unquote(urlparse(path).path) if path.startswith("file:") else path
 
 
-def live_files(spark, fmt: str, table: str, location: Optional[str]) -> Dict[str, int]:
-    """{`event_date=.../file`: bytes} of the files the format's reader reads for the table's
-    current state (Iceberg: its `files` metadata table; the others: the files a scan of the
-    table's current snapshot lists)."""
+def live_paths(spark, fmt: str, table: str, location: Optional[str]) -> List[str]:
+    """The local paths of the files the format's reader reads for the table's current state
+    (Iceberg: its `files` metadata table; the others: the files a scan of the current
+    snapshot lists; `hudi-writer`: Hudi's table at `location`, not in the metastore)."""
     if fmt == "iceberg":
-        rows = spark.sql(f"SELECT file_path, file_size_in_bytes FROM {table}.files").collect()
-        return {relative(r[0]): int(r[1]) for r in rows}
-    if fmt == "hudi-writer":
-        paths = spark.read.format("hudi").load(location).inputFiles()
-    else:
-        paths = spark.table(table).inputFiles()
-    return {relative(p): os.path.getsize(local_path(p)) for p in paths}
+        return [local_path(r[0]) for r in
+                spark.sql(f"SELECT file_path FROM {table}.files").collect()]
+    frame = (spark.read.format("hudi").load(location) if fmt == "hudi-writer"
+             else spark.table(table))
+    return [local_path(p) for p in frame.inputFiles()]
+
+
+def live_files(spark, fmt: str, table: str, location: Optional[str]) -> Dict[str, int]:
+    """{`event_date=.../file`: bytes} of live_paths."""
+    return {relative(p): os.path.getsize(p) for p in live_paths(spark, fmt, table, location)}
 
 
 @dataclass
