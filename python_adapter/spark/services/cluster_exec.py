@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import (Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Set,
                     Tuple, Union, cast)
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -44,7 +44,7 @@ from python_adapter.core.sizes import count_of, format_duration, format_size, pa
 from python_adapter.errors import ConfigError, WriteError
 from python_adapter.spark.write.bloom import recorded_key, write_options
 from python_adapter.spark.catalog.tables import TableRef
-from python_adapter.spark.services.curve_keys import cell_column, with_curve_key
+from python_adapter.spark.services.curve_keys import Sampling, cell_column, with_curve_key
 from python_adapter.spark.job import ServiceProgress, service_progress
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.handle import TableHandle, open_table, partitions_holding
@@ -74,6 +74,10 @@ SMALL_FILE_OPEN_COST = 256 * 1024
 # Compaction's tasks per core: enough to even out files of unequal size, few enough that a
 # task's fixed cost (its shuffle read, sort and writer) is paid a few times, not per file.
 TASKS_PER_CORE = 2
+# Curve clustering: groups written by one Spark job (order_groups; each adds a branch to the
+# job's cell expression), and sampled rows per file a group is cut into
+CURVE_GROUPS_PER_JOB = 64
+SAMPLE_PER_FILE = 200
 # A curve's ranks on many columns can make a stage's generated method longer than the 8,000
 # bytes of bytecode HotSpot compiles (DontCompileHugeMethods): it then runs interpreted, 3x
 # slower than without whole-stage codegen. Spark falls back to that above this limit (its
@@ -493,9 +497,10 @@ def _jobs(spark, plan, groups) -> List[_Job]:
     the others (a file to split, runs too uneven) in one job that cuts their rows into
     files after a shuffle; both pack their output files into tasks
     (core/compaction.pack_outputs). Clustering: groups that become one file in one job,
-    group i (of the sorted ids) written whole by task i; larger groups one job each,
-    range-partitioned within the group only, so a file never straddles two groups and each
-    group gives exactly its files."""
+    group i (of the sorted ids) written whole by task i; larger groups cut within the group
+    only, so a file never straddles two groups and each group gives exactly its files:
+    linear, one job each (range-partitioned); curves, up to CURVE_GROUPS_PER_JOB a job
+    (order_groups)."""
     outputs = {g: output_files(g).get(plan.extra, 1) for g in groups}
     part = {g: files[0].partition for g, files in groups.items()}
     if STRATEGY.get(plan.extra, COMPACTION) == COMPACTION:
@@ -508,8 +513,14 @@ def _jobs(spark, plan, groups) -> List[_Job]:
     single = sorted(g for g in groups if outputs[g] == 1)
     jobs = [_Job({g: groups[g] for g in single}, outputs, [{part[g]: g} for g in single])] \
         if single else []
-    return jobs + [_Job({g: groups[g]}, outputs, [{part[g]: g}] * outputs[g])
-                   for g in groups if outputs[g] > 1]
+    many = sorted(g for g in groups if outputs[g] > 1)
+    if STRATEGY.get(plan.extra) == "linear":   # a range partitioning per group
+        return jobs + [_Job({g: groups[g]}, outputs, [{part[g]: g}] * outputs[g]) for g in many]
+    # curves: up to CURVE_GROUPS_PER_JOB groups a job, group after group in sorted order, each
+    # its files in a row (order_groups), so task i writes file i of the job
+    cuts = [many[i:i + CURVE_GROUPS_PER_JOB] for i in range(0, len(many), CURVE_GROUPS_PER_JOB)]
+    return jobs + [_Job({g: groups[g] for g in cut}, outputs,
+                        [{part[g]: g} for g in cut for _ in range(outputs[g])]) for cut in cuts]
 
 
 def _runs(files, outputs: int) -> Optional[List[list]]:
@@ -581,10 +592,13 @@ def _write_job(locked, plan, job: _Job, where) -> None:
                              (len(job.tasks), job.first))
     elif len(groups) == 1:
         rows = order_rows(df, cluster_by, strategy, job.outputs[next(iter(groups))])
-    else:
+    elif all(job.outputs[g] == 1 for g in groups):
         rows = one_file_per_group(spark, df, {g: [f.path for f in files]
                                               for g, files in groups.items()},
                                   cluster_by, strategy, pcols)
+    else:
+        rows = order_groups(spark, df, {g: [f.path for f in files] for g, files in groups.items()},
+                            (job.outputs, pcols), (cluster_by, strategy))
     settings = {_OPEN_COST: str(SMALL_FILE_OPEN_COST), **_JIT_SIZED_CODEGEN}
     with session_conf(spark, settings):  # splits and generated code are made here
         rows.write.partitionBy(*pcols).options(**options).mode("append").parquet(out)
@@ -704,6 +718,38 @@ def _sort_within(df, cluster_by, strategy, data_cols):
         return df.sortWithinPartitions(*cluster_by)
     curve = with_curve_key(df, cluster_by, strategy, RANK_BITS)
     return curve.df.sortWithinPartitions(curve.key).select(*data_cols)
+
+
+def order_groups(spark: SparkSession, df: DataFrame, files_by_group: Mapping[str, Sequence[str]],
+                 shape: Tuple[Mapping[str, int], Sequence[str]],
+                 curve_of: Tuple[Sequence[str], str]) -> DataFrame:
+    """Several groups' rows in one job, each group cut into its own outputs[g] grid cells,
+    as order_rows cuts one group: the columns' ranks from one sample of all the groups' rows
+    (each group's share of it at least SAMPLE_PER_FILE rows a file), each group's cells from
+    its own points of it. Groups in sorted order, each its files in a row: file i of the
+    job is task i's. One job for many groups, not one each: a day's group is a few files,
+    and a Spark job per group (its sample, its shuffle, its commit) cost ~1.5 s of fixed
+    work each (benchmarks/peer_services.py)."""
+    (outputs, pcols), (cluster_by, strategy) = shape, curve_of
+    order = sorted(files_by_group)
+    index = {p: i for i, g in enumerate(order) for p in files_by_group[g]}
+    data_cols = df.columns
+    grouped = with_file_values(spark, df, pcols, index, "__sized_group")
+    total = sum(outputs[g] for g in order)
+    curve = with_curve_key(grouped, cluster_by, strategy, RANK_BITS,
+                           Sampling(("__sized_group",), SAMPLE_PER_FILE * total))
+    cell, first = None, 0
+    for i, g in enumerate(order):
+        points = [p for p, (group,) in zip(curve.sample, curve.carried) if group == i]
+        here = cell_column(grid_cells(points, outputs[g], first), curve)
+        cell = F.when(F.col("__sized_group") == i, here) if cell is None \
+            else cell.when(F.col("__sized_group") == i, here)
+        first += outputs[g]
+    routes = F.array(*[F.lit(k) for k in routing_keys(total)]).cast("array<bigint>")
+    return (curve.df.withColumn("__sized_route", F.element_at(routes, cast(Column, cell) + 1))
+            .repartition(total, "__sized_route")
+            .sortWithinPartitions(curve.key)
+            .select(*data_cols))
 
 
 def order_rows(df: DataFrame, cluster_by: Sequence[str], strategy: str,

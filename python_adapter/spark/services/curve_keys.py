@@ -30,16 +30,26 @@ class CurveKey:
     """Rows with their place on the curve: `df` holds the bigint column `key` ordering
     rows along it and, per clustering column, its rank column (`ranks`, in [0, 2**bits));
     `sample` is the ranks of the sample the cut points came from (where to cut the rows
-    into files)."""
+    into files), `carried` the values of the `carry` columns of each of its rows."""
     df: DataFrame
     key: str
     ranks: Tuple[str, ...]
     sample: Tuple[Tuple[int, ...], ...]
     bits: int
+    carried: Tuple[tuple, ...] = ()
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """What with_curve_key samples besides the clustering columns: `carry`, columns whose
+    values come back with each sampled row (a group's id, to cut each group apart), and
+    `at_least` rows (several groups' files need their share of points each)."""
+    carry: Tuple[str, ...] = ()
+    at_least: int = 0
 
 
 def with_curve_key(df: DataFrame, cluster_by: Sequence[str], strategy: str,
-                   bits: int) -> CurveKey:
+                   bits: int, sampling: Sampling = Sampling()) -> CurveKey:
     """df with a Z-order or Hilbert key. Each column gets `curves.key_bits` bits (fewer
     than `bits` past 6 columns), so the value fits a bigint; both curves equal the pure
     functions of `core/curves.py` over the ranks."""
@@ -47,11 +57,11 @@ def with_curve_key(df: DataFrame, cluster_by: Sequence[str], strategy: str,
         bits = curves.key_bits(len(cluster_by), bits)
     except ValueError as e:
         raise ConfigError(f"cluster_by: {e}") from None
-    ranked, ranks, sample = _with_ranks(df, cluster_by, bits)
+    ranked, ranks, sample, carried = _with_ranks(df, cluster_by, bits, sampling)
     keyed = ranked.withColumn(KEY, _morton(ranks, bits))
     if strategy != "zorder" and len(ranks) > 1:
         keyed = _with_hilbert(keyed, len(ranks), bits)
-    return CurveKey(keyed, KEY, tuple(ranks), sample, bits)
+    return CurveKey(keyed, KEY, tuple(ranks), sample, bits, carried)
 
 
 def _with_hilbert(keyed: DataFrame, dims: int, bits: int) -> DataFrame:
@@ -85,11 +95,13 @@ def _cell_by_splits(cell: Cell, ranks: Sequence[str]) -> Column:
         .otherwise(_cell_by_splits(cell.high, ranks))
 
 
-def _with_ranks(df: DataFrame, cluster_by: Sequence[str], bits: int):
-    """(df with a rank column per clustering column, their names, the sample's ranks)."""
+def _with_ranks(df: DataFrame, cluster_by: Sequence[str], bits: int, sampling: Sampling):
+    """(df with a rank column per clustering column, their names, the sample's ranks, the
+    sample's carried values)."""
     buckets = 1 << bits
     types = {f.name.lower(): f.dataType for f in df.schema.fields}
-    sample = _sample(df, cluster_by, buckets * SAMPLE_PER_BUCKET)
+    sample = _sample(df, [*cluster_by, *sampling.carry],
+                     max(buckets * SAMPLE_PER_BUCKET, sampling.at_least))
     ranks, sample_ranks = [], []
     for i, col in enumerate(cluster_by):
         if not isinstance(types[col.lower()], _RANKABLE):
@@ -101,7 +113,8 @@ def _with_ranks(df: DataFrame, cluster_by: Sequence[str], bits: int):
         df = _with_rank(df, col, (levels, types[col.lower()]), f"__sized_rank{i}")
         ranks.append(f"__sized_rank{i}")
         sample_ranks.append(_ranks_of([r[i] for r in sample], levels))
-    return df, ranks, tuple(zip(*sample_ranks))
+    carried = tuple(tuple(r[len(cluster_by):]) for r in sample)
+    return df, ranks, tuple(zip(*sample_ranks)), carried
 
 
 def _ranks_of(values: Sequence, levels: Sequence[Sequence]) -> List[int]:

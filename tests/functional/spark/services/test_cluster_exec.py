@@ -130,6 +130,43 @@ def test_curve_clustering_cuts_files_like_a_grid(spark, schema, strategy, cols):
         assert sum(met) / len(met) <= 1.5 * limit, (col, sum(met) / len(met), limit, n)
 
 
+@pytest.mark.parametrize("strategy", ["zorder", "hilbert"])
+def test_many_partitions_are_clustered_in_one_job_each_cut_like_a_grid(spark, schema, strategy):
+    """Three days' groups of several files each go through one Spark job (one log line for
+    the three), and still each day's files are its own grid: rows kept per day, sizes in
+    0.5-1.25 x target but one a day, a point query on either column meeting at most 1.5 x
+    a balanced grid's files within the day."""
+    table = TableRef(schema, f"days_{strategy}")
+    cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
+                        "target_file_size": 200_000, "small_file_limit": 0})
+    for b in range(3):
+        write_dataframe(spark, spark.sql(f"""
+            select cast(pmod(hash(i, {b}, 1), 100000) as bigint) as a,
+                   cast(pmod(hash(i, {b}, 2), 100000) as bigint) as b,
+                   date'2025-03-01' + cast(i % 3 as int) as day
+            from (select explode(sequence(1, 30000)) as i)"""), table, cfg, **QUIET)
+    name = f"{schema}.days_{strategy}"
+    before = sorted(tuple(r) for r in spark.table(name).collect())
+    said, target = [], 12_000
+    run_clustering(spark, table, ["a", "b"], strategy, target_file_size=target,
+                   cluster_small_file_limit=10**9, log=said.append)
+    assert sorted(tuple(r) for r in spark.table(name).collect()) == before
+    assert [m for m in said if m.startswith("clustering groups 1-3 of 3")], said
+    by_day = {}
+    for f in read_layout(spark, table, ["a", "b"]).files:
+        by_day.setdefault(f.partition, []).append(f)
+    assert len(by_day) == 3
+    for day, files in by_day.items():
+        n = len(files)
+        assert n >= 8, (day, n)
+        off = [f.bytes for f in files if not 0.5 * target <= f.bytes <= 1.25 * target]
+        assert len(off) <= 1, (day, sorted(f.bytes for f in files))
+        for d in range(2):
+            met = [sum(1 for f in files if f.ranges[d][1] <= v <= f.ranges[d][2])
+                   for v in range(0, 100000, 997)]
+            assert sum(met) / len(met) <= 1.5 * n ** 0.5, (day, d, sum(met) / len(met), n)
+
+
 def test_schedule_only_then_execute_later(spark, schema, small_files_table):
     before = all_rows(spark, schema, "arr")
     res = run_clustering(spark, small_files_table, ["session"], schedule_only=True, **QUIET)
