@@ -30,7 +30,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -44,8 +43,8 @@ from benchmarks.lib import DEFAULT_OUT  # noqa: E402
 from benchmarks.lib.data import COLS, SCHEMA, SOURCE_VIEW, START, BatchOptions  # noqa: E402
 from benchmarks.lib.peers import (Sizing, create_as_sql, delta_session_sizing,  # noqa: E402
                                   duckdb_query, hudi_writer_options, live_files, live_paths,
-                                  local_path,
-                                  merge_sql, session_conf, spark_query)
+                                  local_path, merge_sql, run_children, session_conf,
+                                  spark_query)
 from benchmarks.lib.report import (command_line, engine_state, finish_run,  # noqa: E402
                                    md_bullets, md_header, md_table, print_section, start_run)
 from benchmarks.lib.tables import dynamic_overwrite, measure_batch, table_location  # noqa: E402
@@ -83,6 +82,8 @@ def parse_args(argv):
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--out", default=DEFAULT_OUT, help="output directory")
     ap.add_argument("--keep", action="store_true", help="keep the tables under <out>/")
+    ap.add_argument("--phases", action="store_true",
+                    help="print ours' phase lines, each with the seconds since its write began")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)    # a method's process
     ap.add_argument("--work", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -110,19 +111,8 @@ def parent(args, argv):
     work = start_run(args.out, "peers-")
     print(f"peers benchmark: {args.rows:,} rows, {args.batches} batches, target {args.target}, "
           f"methods {args.methods}; work dir {work.tmp}", flush=True)
-    results = {}
-    for key in args.methods.split(","):
-        print(f"\n== {METHODS[key][0]} (its own Spark process) ==", flush=True)
-        out = os.path.join(work.tmp, key, "result.json")
-        os.makedirs(os.path.dirname(out), exist_ok=True)
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), *(sys.argv[1:] if argv is None else argv), "--child", key,
-                               "--work", os.path.dirname(out)])
-        if done.returncode != 0 or not os.path.exists(out):
-            print(f"  {key} failed (exit {done.returncode}); left out of the tables", flush=True)
-            continue
-        with open(out, encoding="utf-8") as fh:
-            results[key] = json.load(fh)
-    return work, results
+    labels = {key: METHODS[key][0] for key in args.methods.split(",")}
+    return work, run_children(os.path.abspath(__file__), argv, labels, work.tmp)
 
 
 # ----------------------------------------------------------------------------------------
@@ -146,6 +136,7 @@ def child(args):
     try:
         src, batches = prepare_data(spark, args)
         writer = Writer(spark, key, ours_config(args), os.path.join(args.work, "tables"))
+        writer.phases = args.phases
         steps = [writer.step(lambda: writer.backfill(SOURCE_VIEW))]
         print(f"  backfill: {steps[0].wall:.1f}s, {len(steps[0].files):,} files", flush=True)
         for info in batches:
@@ -173,10 +164,16 @@ class Writer:
         self.name = "peer_" + key.replace("-", "_")
         self.table = f"{SCHEMA}.{self.name}"
         self.location = os.path.join(path_root, self.name)   # the Hudi writer's path
-        self.log = lambda message: None
+        self.phases = False
+        self.started = 0.0
+
+    def log(self, message):
+        """Ours' phase lines, with --phases: what goal 4 sets beside a peer's write."""
+        if self.phases:
+            print(f"    {time.perf_counter() - self.started:6.2f}s {message}", flush=True)
 
     def step(self, write) -> Step:
-        t0 = time.perf_counter()
+        t0 = self.started = time.perf_counter()
         write()
         wall = time.perf_counter() - t0
         return Step(wall, self.files())

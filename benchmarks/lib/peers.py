@@ -8,7 +8,10 @@ dependency of the engine.
 The SQL is what dbt-spark 1.11 generates for an incremental model with `unique_key` and
 `incremental_strategy: merge` (first run: `create table ... as`, then `merge into ... using
 <model>__dbt_tmp`), with each format's documented sizing settings at the benchmark's target."""
+import json
 import os
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
@@ -40,6 +43,27 @@ SESSION_CONF = {
                "org.apache.spark.sql.delta.catalog.DeltaCatalog")),
 }
 ARTIFACTS = {"hudi": HUDI, "iceberg": ICEBERG, "delta": DELTA}
+
+
+def run_children(script: str, argv: Optional[List[str]], labels: Dict[str, str],
+                 work: str) -> Dict[str, dict]:
+    """Run `script` once per method (key: its label), each in a Spark process of its own
+    (`--child <key> --work <dir>`, the parent's own arguments passed on), and collect the
+    result.json each writes; a method that fails is said and left out."""
+    results = {}
+    for key, label in labels.items():
+        print(f"\n== {label} (its own Spark process) ==", flush=True)
+        out = os.path.join(work, key, "result.json")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        given = sys.argv[1:] if argv is None else argv
+        done = subprocess.run([sys.executable, script, *given, "--child", key,
+                               "--work", os.path.dirname(out)])
+        if done.returncode != 0 or not os.path.exists(out):
+            print(f"  {key} failed (exit {done.returncode}); left out of the tables", flush=True)
+            continue
+        with open(out, encoding="utf-8") as fh:
+            results[key] = json.load(fh)
+    return results
 
 
 def format_jars(fmt: str) -> List[str]:
