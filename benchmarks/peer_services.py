@@ -399,12 +399,14 @@ def goal_lines(results) -> List[str]:
         lines.append(f"{service}: ours {ratio:.2f}x the fastest peer's wall time "
                      f"({METHODS[fastest][0]}, {peers[fastest]:.1f} s): "
                      f"{'PASS' if ratio <= 1.0 else 'FAIL'} (goal at most 1.0x)")
-    for col in ZORDER:
-        after = {k: r["states"]["Z-order"]["queries"][col]["minmax"] for k, r in results.items()}
-        best = min((k for k in after if k != "ours"), key=lambda k: after[k])
-        lines.append(f"pruning after Z-order, {col} = v: ours' files to open {after['ours']:,.1f}"
-                     f" against the best peer's {after[best]:,.1f} ({METHODS[best][0]}): "
-                     f"{'PASS' if after['ours'] <= after[best] else 'FAIL'}")
+    # a Z-order is for a point query on any of its columns: the files a query opens, on the
+    # mean over the columns (a layout sorted on one column alone prunes that one only)
+    after = {k: statistics.fmean(r["states"]["Z-order"]["queries"][c]["minmax"] for c in ZORDER)
+             for k, r in results.items()}
+    best = min((k for k in after if k != "ours"), key=lambda k: after[k])
+    lines.append(f"pruning after Z-order, files a point query on {' or '.join(ZORDER)} opens "
+                 f"(mean): ours {after['ours']:,.1f} against the best peer's {after[best]:,.1f} "
+                 f"({METHODS[best][0]}): {'PASS' if after['ours'] <= after[best] else 'FAIL'}")
     prints = {json.dumps(s["rows"], sort_keys=True)
               for r in results.values() for s in r["states"].values()}
     lines.append("every method and state holds the same rows: "

@@ -591,17 +591,25 @@ def _write_job(locked, plan, job: _Job, where) -> None:
         rows = in_file_order(spark, df, groups, job.outputs, pcols, locked.proto.location,
                              (len(job.tasks), job.first))
     elif len(groups) == 1:
-        rows = order_rows(df, cluster_by, strategy, job.outputs[next(iter(groups))])
+        rows = order_rows(df, cluster_by, strategy, job.outputs[next(iter(groups))],
+                          _recorded_rows(groups))
     elif all(job.outputs[g] == 1 for g in groups):
         rows = one_file_per_group(spark, df, {g: [f.path for f in files]
                                               for g, files in groups.items()},
                                   cluster_by, strategy, pcols)
     else:
-        rows = order_groups(spark, df, {g: [f.path for f in files] for g, files in groups.items()},
-                            (job.outputs, pcols), (cluster_by, strategy))
+        rows = order_groups(spark, df, CurveGroups(
+            {g: [f.path for f in files] for g, files in groups.items()}, job.outputs, pcols,
+            _recorded_rows(groups)), (cluster_by, strategy))
     settings = {_OPEN_COST: str(SMALL_FILE_OPEN_COST), **_JIT_SIZED_CODEGEN}
     with session_conf(spark, settings):  # splits and generated code are made here
         rows.write.partitionBy(*pcols).options(**options).mode("append").parquet(out)
+
+
+def _recorded_rows(groups: Mapping[str, Sequence[FileEntry]]) -> Optional[int]:
+    """The groups' rows as the timeline recorded their files' (None: a file without a count)."""
+    counts = [f.rows for files in groups.values() for f in files]
+    return sum(counts) if all(n >= 0 for n in counts) else None
 
 
 def _bloom_options(locked, plan, rel_paths) -> Dict[str, str]:
@@ -720,8 +728,17 @@ def _sort_within(df, cluster_by, strategy, data_cols):
     return curve.df.sortWithinPartitions(curve.key).select(*data_cols)
 
 
-def order_groups(spark: SparkSession, df: DataFrame, files_by_group: Mapping[str, Sequence[str]],
-                 shape: Tuple[Mapping[str, int], Sequence[str]],
+@dataclass(frozen=True)
+class CurveGroups:
+    """The groups order_groups cuts: each group's files, its output files, the table's
+    partition columns, and the rows of them all (None: unknown, counted)."""
+    files: Mapping[str, Sequence[str]]
+    outputs: Mapping[str, int]
+    pcols: Sequence[str]
+    rows: Optional[int]
+
+
+def order_groups(spark: SparkSession, df: DataFrame, groups: CurveGroups,
                  curve_of: Tuple[Sequence[str], str]) -> DataFrame:
     """Several groups' rows in one job, each group cut into its own outputs[g] grid cells,
     as order_rows cuts one group: the columns' ranks from one sample of all the groups' rows
@@ -730,14 +747,14 @@ def order_groups(spark: SparkSession, df: DataFrame, files_by_group: Mapping[str
     job is task i's. One job for many groups, not one each: a day's group is a few files,
     and a Spark job per group (its sample, its shuffle, its commit) cost ~1.5 s of fixed
     work each (benchmarks/peer_services.py)."""
-    (outputs, pcols), (cluster_by, strategy) = shape, curve_of
-    order = sorted(files_by_group)
-    index = {p: i for i, g in enumerate(order) for p in files_by_group[g]}
+    (cluster_by, strategy), outputs = curve_of, groups.outputs
+    order = sorted(groups.files)
+    index = {p: i for i, g in enumerate(order) for p in groups.files[g]}
     data_cols = df.columns
-    grouped = with_file_values(spark, df, pcols, index, "__sized_group")
+    grouped = with_file_values(spark, df, groups.pcols, index, "__sized_group")
     total = sum(outputs[g] for g in order)
     curve = with_curve_key(grouped, cluster_by, strategy, RANK_BITS,
-                           Sampling(("__sized_group",), SAMPLE_PER_FILE * total))
+                           Sampling(("__sized_group",), SAMPLE_PER_FILE * total, groups.rows))
     cell, first = None, 0
     for i, g in enumerate(order):
         points = [p for p, (group,) in zip(curve.sample, curve.carried) if group == i]
@@ -753,7 +770,7 @@ def order_groups(spark: SparkSession, df: DataFrame, files_by_group: Mapping[str
 
 
 def order_rows(df: DataFrame, cluster_by: Sequence[str], strategy: str,
-               num_files: int) -> DataFrame:
+               num_files: int, rows: Optional[int] = None) -> DataFrame:
     """Rows in `num_files` tasks, each a file's rows, sorted. Linear: contiguous ranges of
     the sort. Z-order and Hilbert: the grid cells of core/clustering.grid_cells (boxes in
     the columns' ranks, so min/max rule a file out of a point query on any of them), each
@@ -761,7 +778,7 @@ def order_rows(df: DataFrame, cluster_by: Sequence[str], strategy: str,
     data_cols = df.columns
     if strategy == "linear":
         return df.repartitionByRange(num_files, *cluster_by).sortWithinPartitions(*cluster_by)
-    curve = with_curve_key(df, cluster_by, strategy, RANK_BITS)
+    curve = with_curve_key(df, cluster_by, strategy, RANK_BITS, Sampling(rows=rows))
     cells = grid_cells(curve.sample, num_files)
     # bigint, as routing_keys hashes them (Spark hashes an int differently)
     routes = F.array(*[F.lit(k) for k in routing_keys(num_files)]).cast("array<bigint>")

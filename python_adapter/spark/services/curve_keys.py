@@ -43,9 +43,11 @@ class CurveKey:
 class Sampling:
     """What with_curve_key samples besides the clustering columns: `carry`, columns whose
     values come back with each sampled row (a group's id, to cut each group apart), and
-    `at_least` rows (several groups' files need their share of points each)."""
+    `at_least` rows (several groups' files need their share of points each); `rows`, df's
+    rows where the caller knows them (else a job counts them)."""
     carry: Tuple[str, ...] = ()
     at_least: int = 0
+    rows: Optional[int] = None    # df's rows when known (the files' recorded counts): no count
 
 
 def with_curve_key(df: DataFrame, cluster_by: Sequence[str], strategy: str,
@@ -101,7 +103,7 @@ def _with_ranks(df: DataFrame, cluster_by: Sequence[str], bits: int, sampling: S
     buckets = 1 << bits
     types = {f.name.lower(): f.dataType for f in df.schema.fields}
     sample = _sample(df, [*cluster_by, *sampling.carry],
-                     max(buckets * SAMPLE_PER_BUCKET, sampling.at_least))
+                     max(buckets * SAMPLE_PER_BUCKET, sampling.at_least), sampling.rows)
     ranks, sample_ranks = [], []
     for i, col in enumerate(cluster_by):
         if not isinstance(types[col.lower()], _RANKABLE):
@@ -125,8 +127,8 @@ def _ranks_of(values: Sequence, levels: Sequence[Sequence]) -> List[int]:
     return [0 if v is None else curves.rank_of(_sort_key(v), keyed) for v in values]
 
 
-def _sample(df: DataFrame, cols: Sequence[str], size: int) -> list:
-    rows = df.count()
+def _sample(df: DataFrame, cols: Sequence[str], size: int, rows: Optional[int]) -> list:
+    rows = df.count() if rows is None else rows
     fraction = min(1.0, size / rows) if rows else 1.0
     picked = df.select(*cols)
     if fraction < 1.0:
