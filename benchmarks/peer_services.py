@@ -40,10 +40,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmarks.lib import DEFAULT_OUT  # noqa: E402
 from benchmarks.lib.data import COLS, SCHEMA, SOURCE_VIEW  # noqa: E402
-from benchmarks.lib.peers import (Sizing, hudi_sizing, live_paths, relative,  # noqa: E402
-                                  run_children, session_conf, spark_query)
+from benchmarks.lib.peers import (Sizing, hudi_sizing, live_paths, local_path,  # noqa: E402
+                                  parse_method_args, relative, run_children, session_conf,
+                                  spark_query)
 from benchmarks.lib.report import (command_line, engine_state, finish_run,  # noqa: E402
                                    md_bullets, md_header, md_table, print_section, start_run)
 
@@ -80,20 +80,7 @@ def parse_args(argv):
                     help="appends, each a small file in every partition (12)")
     ap.add_argument("--target", default="1MB", help="target file size of every method (1MB)")
     ap.add_argument("--values", type=int, default=3, help="values per point query (3)")
-    ap.add_argument("--methods", default=",".join(METHODS),
-                    help="comma-separated, of " + ", ".join(METHODS))
-    ap.add_argument("--driver-memory", default="6g")
-    ap.add_argument("--out", default=DEFAULT_OUT, help="output directory")
-    ap.add_argument("--keep", action="store_true", help="keep the tables under <out>/")
-    ap.add_argument("--phases", action="store_true",
-                    help="print ours' phase lines, each with the seconds since its service began")
-    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)    # a method's process
-    ap.add_argument("--work", default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    unknown = [m for m in args.methods.split(",") if m not in METHODS]
-    if unknown:
-        ap.error(f"--methods: {', '.join(unknown)} unknown; choose from {', '.join(METHODS)}")
-    return args
+    return parse_method_args(ap, argv, METHODS, "6g")
 
 
 def sizing_of(args) -> Sizing:
@@ -277,7 +264,6 @@ class ServicedTable:
     def paths(self) -> List[str]:
         if self.key == "ours":
             from benchmarks.lib.tables import listing, table_location
-            from benchmarks.lib.peers import local_path
             location = table_location(self.spark, self.name)
             return [os.path.join(local_path(location), rel)
                     for rel in listing(self.spark, location)]

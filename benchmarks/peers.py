@@ -39,12 +39,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from benchmarks.lib import DEFAULT_OUT  # noqa: E402
 from benchmarks.lib.data import COLS, SCHEMA, SOURCE_VIEW, START, BatchOptions  # noqa: E402
 from benchmarks.lib.peers import (Sizing, create_as_sql, delta_session_sizing,  # noqa: E402
                                   duckdb_query, hudi_writer_options, live_files, live_paths,
-                                  local_path, merge_sql, run_children, session_conf,
-                                  spark_query)
+                                  local_path, merge_sql, parse_method_args, run_children,
+                                  session_conf, spark_query)
 from benchmarks.lib.report import (command_line, engine_state, finish_run,  # noqa: E402
                                    md_bullets, md_header, md_table, print_section, start_run)
 from benchmarks.lib.tables import dynamic_overwrite, measure_batch, table_location  # noqa: E402
@@ -77,20 +76,7 @@ def parse_args(argv):
     BatchOptions.add_arguments(ap)
     ap.add_argument("--input-partitions", type=int, default=16,
                     help="files of the source table, as in backfill.py (16)")
-    ap.add_argument("--methods", default=",".join(METHODS),
-                    help="comma-separated, of " + ", ".join(METHODS))
-    ap.add_argument("--driver-memory", default="4g")
-    ap.add_argument("--out", default=DEFAULT_OUT, help="output directory")
-    ap.add_argument("--keep", action="store_true", help="keep the tables under <out>/")
-    ap.add_argument("--phases", action="store_true",
-                    help="print ours' phase lines, each with the seconds since its write began")
-    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)    # a method's process
-    ap.add_argument("--work", default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    unknown = [m for m in args.methods.split(",") if m not in METHODS]
-    if unknown:
-        ap.error(f"--methods: {', '.join(unknown)} unknown; choose from {', '.join(METHODS)}")
-    return args
+    return parse_method_args(ap, argv, METHODS, "4g")
 
 
 def ours_config(args):

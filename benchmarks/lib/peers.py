@@ -45,6 +45,31 @@ SESSION_CONF = {
 ARTIFACTS = {"hudi": HUDI, "iceberg": ICEBERG, "delta": DELTA}
 
 
+def parse_method_args(ap, argv: Optional[List[str]], methods: Dict[str, tuple],
+                      driver_memory: str):
+    """The arguments peers.py and peer_services.py share (--methods, --driver-memory, --out,
+    --keep, --phases and the child process's hidden ones) added to `ap`, then parsed; an
+    unknown method is refused naming the known ones."""
+    import argparse
+
+    from benchmarks.lib import DEFAULT_OUT
+
+    ap.add_argument("--methods", default=",".join(methods),
+                    help="comma-separated, of " + ", ".join(methods))
+    ap.add_argument("--driver-memory", default=driver_memory)
+    ap.add_argument("--out", default=DEFAULT_OUT, help="output directory")
+    ap.add_argument("--keep", action="store_true", help="keep the tables under <out>/")
+    ap.add_argument("--phases", action="store_true",
+                    help="print ours' phase lines, each with the seconds since its step began")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)    # a method's process
+    ap.add_argument("--work", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    unknown = [m for m in args.methods.split(",") if m not in methods]
+    if unknown:
+        ap.error(f"--methods: {', '.join(unknown)} unknown; choose from {', '.join(methods)}")
+    return args
+
+
 def run_children(script: str, argv: Optional[List[str]], labels: Dict[str, str],
                  work: str) -> Dict[str, dict]:
     """Run `script` once per method (key: its label), each in a Spark process of its own
