@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole suite: unit, functional (real local Spark), dbt end to end, and dbt's peer suite,
-# on pyspark 4 and dbt-core 1.12. With PYSPARK=3.5: the engine's tests (unit and functional,
-# not the table services') and the dbt end-to-end tests of DBT_ON_BOTH below (Python models,
-# init and debug; not dbt's peer suite, nor the Connect, cluster, thrift and kill ones) on
-# pyspark 3.5, in .venv-pyspark3.5. DBT_CORE=1.11 runs either on dbt-core 1.11 (scripts/setup.sh).
+# on pyspark 4 and dbt-core 1.12. With PYSPARK=3.5: the engine's tests (the functional tier
+# and the unit tier's parts that import dbt or pyspark; not the table services') and the dbt
+# end-to-end tests of DBT_ON_BOTH below (Python models, init and debug; not dbt's peer
+# suite, nor the Connect, cluster, thrift and kill ones) on pyspark 3.5, in
+# .venv-pyspark3.5. DBT_CORE=1.11 runs either on dbt-core 1.11 (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The whole suite on pyspark 4 fetches the S3A jars (~690 MB) beside its first pytest run,
@@ -14,22 +15,8 @@ VENV=.venv${PYSPARK:+-pyspark$PYSPARK}${DBT_CORE:+-dbt$DBT_CORE}
 . "$VENV/bin/activate"
 export SPARK_LOCAL_IP=127.0.0.1
 # The whole suite first writes the JVM class archives its Spark processes start from
-# (python_adapter/io/jvm_startup.py), one per key the suite uses: the test sessions' (the
-# checkout's helper jar: benchmarks/lib/session.py) and, on pyspark 4, a dbt profile's (the
-# installed package's jar; its copy runs from /, away from the checkout). Without them the
-# first dbt command would start a warm-up at its exit, beside the tests, and the Spark
-# processes before it finished would start slower; test sessions never start one. The
-# warm-ups (python_adapter/io/class_warmup.py) run here in the foreground, side by side, in
-# about a minute, each printing a line of what it wrote; a failed one costs only speed.
-warm_class_archives() {
-  (PYTHONPATH=. timeout 900 python -m python_adapter.io.class_warmup) &
-  local sessions=$!
-  if [ -z "${PYSPARK:-}" ]; then
-    (cd / && timeout 900 python -m python_adapter.io.class_warmup) || true
-  fi
-  wait "$sessions" || true
-}
-[ $# -eq 0 ] && warm_class_archives
+# (scripts/warm_class_archives.sh: in about a minute, in the foreground)
+[ $# -eq 0 ] && bash scripts/warm_class_archives.sh
 # Both cores: two pytest-xdist workers (SIZED_TEST_WORKERS=0 runs in this process). Each test
 # module stays on one worker, so a module starts its Spark session, cluster or metastore
 # service once, and a fixed port (the cluster's 7177, the metastore service's 9183 and 5533)
@@ -59,8 +46,14 @@ if [ -n "${PYSPARK:-}" ]; then
   IGNORED+=(--ignore=tests/functional/s3)
   # Nor the crash and kill tests: where a write stops and what recovery does are the table
   # layer's, the same on either Spark (the unit tier's crash matrix and pyspark 4's run kill
-  # every point); this run checks the Spark calls that make a write and a read
-  pytest "${WORKERS[@]}" tests/unit tests/functional tests/packaging "${IGNORED[@]}" \
+  # every point); this run checks the Spark calls that make a write and a read. Of each
+  # parametrized test of tests/functional, its first variant (tests/conftest.py): the others
+  # vary the data, the plan or the strategy over calls the first or another module's tests
+  # make (those marked every_variant vary types or kinds Spark versions treat apart, and
+  # keep them all). Of the unit tier, the parts that import dbt, pyspark or Spark Connect's
+  # client (dbt/, io/, cli/); the rest is pure planning (tests/unit/test_architecture.py)
+  pytest "${WORKERS[@]}" tests/unit/dbt tests/unit/io tests/unit/cli tests/functional \
+    tests/packaging "${IGNORED[@]}" --first-variant-under tests/functional \
     -k "not (crash or killed or kill or died or dies)" "$@"
 elif [ $# -gt 0 ]; then
   pytest "${WORKERS[@]}" "$@"

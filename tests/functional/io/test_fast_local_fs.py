@@ -28,6 +28,7 @@ def test_the_session_uses_it(spark):
     assert local.getClass().getName() == FS_CLASS
 
 
+@pytest.mark.every_variant  # the modes come from the JVM's Hadoop, another on each Spark
 @pytest.mark.parametrize("umask", ["022", "077", "002"])
 def test_files_and_directories_get_the_modes_hadoop_gives_them(spark, tmp_path, umask):
     jvm = spark._jvm

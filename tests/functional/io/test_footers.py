@@ -39,6 +39,7 @@ KEYS = {
 }
 
 
+@pytest.mark.every_variant  # column types: Spark versions write and read them apart
 @pytest.mark.parametrize("key_col", [*KEYS, None])
 def test_footers_agree_with_a_spark_job(spark, tmp_path, key_col):
     staging = HadoopFS(spark).qualify(str(tmp_path / "staging"))

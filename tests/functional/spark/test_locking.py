@@ -122,6 +122,7 @@ def test_an_incremental_run_adopts_a_dbt_spark_table_and_goes_on(spark, schema, 
     assert [i.operation for i in timeline.completed()] == ["adopt", "upsert"]
 
 
+@pytest.mark.every_variant  # formats: Spark versions name them apart
 @pytest.mark.parametrize("ddl,fmt", [("USING orc", "orc"), ("STORED AS TEXTFILE", "text")])
 def test_a_table_of_another_format_is_refused_before_anything_is_written(spark, schema, ddl,
                                                                          fmt):

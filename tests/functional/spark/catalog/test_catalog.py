@@ -62,6 +62,7 @@ def test_describe_table_agrees_with_the_catalog(spark, schema):
     "CREATE TABLE {t} (a int, s string) USING parquet LOCATION '{root}/elsewhere'",
     "CREATE VIEW {t} AS SELECT 1 AS x, 'a' AS y",
 ])
+@pytest.mark.every_variant  # table kinds: Spark versions describe them apart
 def test_describe_table_of_hive_external_tables_and_views(spark, schema, tmp_path, ddl):
     spark.sql(ddl.format(t=f"{schema}.k", root=tmp_path))
     info = describe_table(spark, TableRef(schema, "k"))

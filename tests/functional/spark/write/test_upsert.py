@@ -504,6 +504,7 @@ def test_duplicate_and_null_keys_fail_unless_precombined(spark, schema, events):
     ("select date_add(date'2020-01-01', cast(id as int)) as day from range(300)",
      upsert.KeyRules(["day"], "day")),
 ], ids=["int", "string-within", "decimal-composite", "date"])
+@pytest.mark.every_variant  # key types: Spark versions hash and cast them apart
 def test_a_small_batchs_keys_checked_in_the_driver_agree_with_spark(spark, sql, rules):
     df = spark.sql(sql)
     found = upsert.keys_in_driver(df, rules, batch_bytes=0)
