@@ -33,7 +33,7 @@ def test_every_benchmark_parses_its_defaults(name):
 
 # (script, its tiny-size arguments, the file its report writes under --out)
 RUNS = [
-    ("upsert", ["--rows", "6000", "--batches", "2", "--input-partitions", "2",
+    ("upsert", ["--rows", "6000", "--batches", "1", "--input-partitions", "2",
                 "--driver-memory", "1g"], "upsert.md"),
 ]
 

@@ -215,16 +215,28 @@ from (select explode(sequence(1, 20000)) as id)
 """
 
 
-@pytest.mark.parametrize("taken_over_by", ["the next run", "sized_unlock"])
+KILLED_SLOW_RUN = (["!env", "SIZED_SPARK_FAULT", "requested"],
+                   ["!env", "SIZED_SPARK_FAULT_MODE", "exit_after:8"],
+                   ["run", "--select", "slow", "--vars", "{slow: true}"])
+
+
+def _assert_dead_clients_session_ended(out):
+    ended = re.search(r"ended the Spark Connect session \S+ of the former writer: (\d+) "
+                      r"operations? interrupted, (\d+) jobs? cancelled", out)
+    assert ended and int(ended.group(1)) + int(ended.group(2)) >= 1, out[-3000:]
+    assert not re.search(r"jobs? still running", out), out[-3000:]
+
+
 def test_a_dead_clients_job_still_running_on_the_server_is_stopped_before_recovery(
-        server, tmp_path, taken_over_by):
+        server, tmp_path):
     """A dbt client dies (kill -9) eight seconds into an upsert whose Spark jobs take about
     half a minute: the server keeps running them, waiting for the client to reattach. The
-    next run takes over the dead client's lock (or `sized_unlock` with force breaks it),
-    ends its Connect session (its operations interrupted, its jobs cancelled and waited
-    for) and only then is its instant rolled back, so nothing of the dead write lands
-    afterwards: the table holds exactly the rows of the last commit and the dead instant's
-    staging directory stays gone."""
+    next run takes over the dead client's lock; a second client dies the same way and
+    `sized_unlock` with force breaks its lock. Each time the dead client's Connect session
+    is ended (its operations interrupted, its jobs cancelled and waited for) and only then
+    is its instant rolled back, so nothing of a dead write lands afterwards: the table
+    holds exactly the rows of the last commit and the dead instants' staging directory
+    stays gone. (One chain of three client processes, not one per way: CI time.)"""
     import time
 
     import duckdb
@@ -233,27 +245,28 @@ def test_a_dead_clients_job_still_running_on_the_server_is_stopped_before_recove
     drop_schema(url, "sized_it")
     project = _project(tmp_path, "tests/functional/dbt_mini")
     (project / "models" / "slow.sql").write_text(SLOW_MODEL)
-    first, _, _, died = _dbt_steps(
-        project, state, "connect", ["run", "--select", "slow"],
-        ["!env", "SIZED_SPARK_FAULT", "requested"],
-        ["!env", "SIZED_SPARK_FAULT_MODE", "exit_after:8"],
-        ["run", "--select", "slow", "--vars", "{slow: true}"], dies=True)
-    unlock = [["run-operation", "sized_unlock", "--args", "{relation: sized_it.slow, force: true}"]]
-    *unlocked, recovered = _dbt_steps(
-        project, state, "connect", *(unlock if taken_over_by == "sized_unlock" else []),
+    first, _, _, died = _dbt_steps(project, state, "connect", ["run", "--select", "slow"],
+                                   *KILLED_SLOW_RUN, dies=True)
+    taken_over, _, _, died_again = _dbt_steps(
+        project, state, "connect", ["run", "--select", "slow"], *KILLED_SLOW_RUN, dies=True)
+    unlocked, recovered = _dbt_steps(
+        project, state, "connect",
+        ["run-operation", "sized_unlock", "--args", "{relation: sized_it.slow, force: true}"],
         ["run", "--select", "slow"])
     assert first.returncode == 0, first.stdout[-3000:]
-    assert died.returncode == 137, died.stdout[-3000:]
+    assert died.returncode == 137 and died_again.returncode == 137, died_again.stdout[-3000:]
+    # the next run
+    assert taken_over.returncode == 0, taken_over.stdout[-4000:]
+    out = _plain(taken_over.stdout)
+    assert "recovering stale writer lock" in out, out[-3000:]
+    _assert_dead_clients_session_ended(out)
+    assert "rolling back unfinished commit" in out
+    # sized_unlock
+    assert unlocked.returncode == 0, unlocked.stdout[-4000:]
+    out = _plain(unlocked.stdout)
+    assert "broke the writer lock of `sized_it`.`slow`" in out, out[-3000:]
+    _assert_dead_clients_session_ended(out)
     assert recovered.returncode == 0, recovered.stdout[-4000:]
-    out = _plain((unlocked[0] if unlocked else recovered).stdout)
-    if unlocked:
-        assert "broke the writer lock of `sized_it`.`slow`" in out, out[-3000:]
-    else:
-        assert "recovering stale writer lock" in out, out[-3000:]
-    ended = re.search(r"ended the Spark Connect session \S+ of the former writer: (\d+) "
-                      r"operations? interrupted, (\d+) jobs? cancelled", out)
-    assert ended and int(ended.group(1)) + int(ended.group(2)) >= 1, out[-3000:]
-    assert not re.search(r"jobs? still running", out), out[-3000:]
     assert "rolling back unfinished commit" in _plain(recovered.stdout)
     time.sleep(5)  # a dead job that were still running would have written by now
     table = state / "warehouse" / "sized_it.db" / "slow"

@@ -26,17 +26,17 @@ ORDERS_COLUMNS = ["id", "p", "tag"]
 MB_COLUMNS = ["event_id", "event_date", "amount", "payload", "event_month"]
 PRINTED = {"kr_snap": SNAP_COLUMNS, "kr_snap_ref": SNAP_COLUMNS, "kr_orders": ORDERS_COLUMNS,
            "kr_mb": MB_COLUMNS, "kr_mb_ref": MB_COLUMNS}
-# two of the points a clean passes (table/archive.py): the first, with two set-aside dirs to
-# delete, and the first of archival. Each point is a dbt process of its own (about 40 s of
-# CI); the table layer's fast tier kills a clean at every one of its points
-# (tests/unit/table/test_crash_matrix.py, test_archive_local.py)
-CLEAN_POINTS = ["cleaned:1", "archive_history"]
-# before publish and mid publish (3 partitions: 6 renames): the i-th kills the run of the
-# source's state i + 2 (state 1 is the first build). A write killed after the metastore's
-# sync and once completed but not settled: tests/functional/spark/catalog/
-# test_metastore_stats.py; a snapshot's write killed mid publish and once completed:
-# tests/functional/spark/write/test_snapshot_upsert.py
-SNAPSHOT_POINTS = ["inflight", "publish:3"]
+# one of the points a clean passes (table/archive.py): the first, with two set-aside dirs to
+# delete. Each point is a dbt process of its own (about 50 s of CI); the table layer's fast
+# tier kills a clean at every one of its points (tests/unit/table/test_crash_matrix.py,
+# test_archive_local.py). A list: the chain below takes more points as they are added
+CLEAN_POINTS = ["cleaned:1"]
+# mid publish: the i-th kills the run of the source's state i + 2 (state 1 is the first
+# build). A write killed after the metastore's sync and once completed but not settled:
+# tests/functional/spark/catalog/test_metastore_stats.py; a snapshot's write stopped mid
+# publish and once completed: tests/functional/spark/write/test_snapshot_upsert.py; every
+# point of a write: the unit tier's crash matrix
+SNAPSHOT_POINTS = ["publish:3"]
 WINDOW = ["--event-time-start", "2025-01-01", "--event-time-end", "2025-01-05"]
 # the batches of the window: a full build (1 file), then each rewrites the month's file
 # (set aside, then the new one in): the 4th rename is the middle of the third batch
