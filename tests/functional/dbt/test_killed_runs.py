@@ -7,9 +7,10 @@ a microbatch window run again holds exactly a clean run's rows.
 
 One chain of dbt processes on one project (tests/functional/dbt_killed) and one Spark home:
 each process finishes what the previous one's death left (and checks it), then dies at the
-next fault point, so three deaths (a clean, a snapshot, a microbatch run) cost four JVM starts. The test process reads the tables'
-directories with DuckDB and the meta dirs between two processes; Spark's reading is the
-project's `kr_print_rows` run-operation inside the processes.
+next fault point, so three deaths (a clean, a snapshot, a microbatch run) cost four JVM
+starts. The test process reads the tables' directories with DuckDB and the meta dirs between
+two processes; Spark's reading is the project's `kr_print_rows` run-operation inside the
+processes.
 """
 import json
 import shutil
