@@ -8,11 +8,13 @@ their own (scripts/test.sh runs them after the rest). The `s3` fixture starts on
 pytest worker and points the session at it. pyspark 3.5's run leaves tests/functional/s3 out:
 its Hadoop (3.3.4) has no conditional writes, and the engine refuses S3 there."""
 import os
+import time
 from contextlib import contextmanager
 from typing import Iterator, Tuple
 
 from python_adapter.cli import object_store
 from python_adapter.cli.jars import hadoop_version, s3a_jars
+from python_adapter.errors import ConfigError
 from benchmarks.lib.session import free_port
 
 BUCKET = "sized"
@@ -44,13 +46,30 @@ def s3a_missing_from_driver() -> bool:
 
 @contextmanager
 def running_s3_server(state: str) -> Iterator[object_store.S3Server]:
-    server = object_store.S3Server(state=state, port=free_port(), bucket=BUCKET,
-                                   access_key="sized", secret_key="sized-secret")
-    object_store.start(server)
+    server = _started(state)
     try:
         yield server
     finally:
         object_store.stop(server)
+
+
+def _started(state: str, attempts: int = 3) -> object_store.S3Server:
+    """A started server. Each pytest worker starts one; `weed mini` picks its inner ports
+    (master, volume, filer, their gRPC) when it starts, so two started at the same moment
+    can pick the same one and one exits at start (a CI run of 2026-12-06: its volume
+    server's gRPC listen failed): that one is started again, with a new S3 port."""
+    for attempt in range(attempts):
+        server = object_store.S3Server(state=os.path.join(state, f"start-{attempt}"),
+                                       port=free_port(), bucket=BUCKET,
+                                       access_key="sized", secret_key="sized-secret")
+        try:
+            object_store.start(server)
+            return server
+        except ConfigError as exc:
+            if "exited at start" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(2 + attempt * 3)
+    raise AssertionError("unreachable")
 
 
 def point_session_at(spark, server: object_store.S3Server) -> None:
