@@ -11,6 +11,8 @@ import sys
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
+from python_adapter.cli.processes import free_ports
+
 LOCAL_MASTER = "local[2]"
 
 
@@ -117,9 +119,7 @@ CLUSTER_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
 
 
 class Cluster:

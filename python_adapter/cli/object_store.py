@@ -70,11 +70,22 @@ def _weed() -> str:
     return found
 
 
+# The parts' own listeners, which `weed mini` otherwise takes from fixed defaults (master
+# 9333, volume 9340, filer 8888, admin 23646) or, when one is taken, the next free one it
+# finds as it starts: two servers started at the same moment could pick the same port and
+# one would exit at start. Each server's own free ports instead.
+INNER_PORTS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
+               "filer.port", "filer.port.grpc", "s3.port.grpc", "admin.port",
+               "admin.port.grpc")
+
+
 def _command(server: S3Server) -> List[str]:
     # loopback only, and nothing but S3 besides the parts it needs (master, volume, filer)
     metrics = [f"-metricsPort={server.metrics_port}"] if server.metrics_port else []
+    inner = [f"-{flag}={port}" for flag, port
+             in zip(INNER_PORTS, processes.free_ports(len(INNER_PORTS)))]
     return [_weed(), "mini", f"-dir={server.state}/data", "-ip=127.0.0.1",
-            "-ip.bind=127.0.0.1", f"-s3.port={server.port}", "-webdav=false",
+            "-ip.bind=127.0.0.1", f"-s3.port={server.port}", *inner, "-webdav=false",
             "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
             "-master.telemetry=false", *metrics]
 

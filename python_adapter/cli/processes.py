@@ -25,6 +25,19 @@ def answers(port: int) -> bool:
         return False
 
 
+def free_ports(count: int) -> List[int]:
+    """`count` distinct ports free on 127.0.0.1 now (held together while the kernel picks
+    them, so none repeats)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 def running_pids(pid_file: str) -> Optional[List[int]]:
     """The pids the file records, when every one of them runs; else None."""
     try:

@@ -54,10 +54,10 @@ def running_s3_server(state: str) -> Iterator[object_store.S3Server]:
 
 
 def _started(state: str, attempts: int = 3) -> object_store.S3Server:
-    """A started server. Each pytest worker starts one; `weed mini` picks its inner ports
-    (master, volume, filer, their gRPC) when it starts, so two started at the same moment
-    can pick the same one and one exits at start (a CI run of 2026-12-06: its volume
-    server's gRPC listen failed): that one is started again, with a new S3 port."""
+    """A started server. Each pytest worker starts one, on ports chosen free
+    (python_adapter/cli/object_store.py pins `weed mini`'s inner ones too); a port chosen
+    free can still be taken by another process before the server binds it, and that server
+    exits at start: it is started again, with new ports."""
     for attempt in range(attempts):
         server = object_store.S3Server(state=os.path.join(state, f"start-{attempt}"),
                                        port=free_port(), bucket=BUCKET,

