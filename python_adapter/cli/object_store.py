@@ -82,8 +82,10 @@ INNER_PORTS = ("master.port", "master.port.grpc", "volume.port", "volume.port.gr
 def _command(server: S3Server) -> List[str]:
     # loopback only, and nothing but S3 besides the parts it needs (master, volume, filer)
     metrics = [f"-metricsPort={server.metrics_port}"] if server.metrics_port else []
-    inner = [f"-{flag}={port}" for flag, port
-             in zip(INNER_PORTS, processes.free_ports(len(INNER_PORTS)))]
+    # one more than needed: S3's own port is free until the server binds it, so the kernel
+    # could hand it out here too
+    ports = [p for p in processes.free_ports(len(INNER_PORTS) + 1) if p != server.port]
+    inner = [f"-{flag}={port}" for flag, port in zip(INNER_PORTS, ports)]
     return [_weed(), "mini", f"-dir={server.state}/data", "-ip=127.0.0.1",
             "-ip.bind=127.0.0.1", f"-s3.port={server.port}", *inner, "-webdav=false",
             "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
