@@ -31,7 +31,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from python_adapter.io.session_info import default_parallelism, num_partitions
+from python_adapter.io.session_info import conf_bytes, default_parallelism, num_partitions
 from python_adapter.core.notice import Notice
 from python_adapter.core.clustering import grid_cells, plan_groups
 from python_adapter.core.compaction import (SPLIT_RATIO, file_runs, pack_outputs,
@@ -44,13 +44,15 @@ from python_adapter.core.sizes import count_of, format_duration, format_size, pa
 from python_adapter.errors import ConfigError, WriteError
 from python_adapter.spark.write.bloom import recorded_key, write_options
 from python_adapter.spark.catalog.tables import TableRef
-from python_adapter.spark.services.curve_keys import Sampling, cell_column, with_curve_key
+from python_adapter.spark.services.curve_keys import (CurveKey, Sampling, cell_column,
+                                                     group_cell_column, with_curve_key)
 from python_adapter.spark.job import ServiceProgress, service_progress
 from python_adapter.spark.local_table import local_table
 from python_adapter.spark.handle import TableHandle, open_table, partitions_holding
 from python_adapter.spark.locking import locked as lock_table
 from python_adapter.spark.services.partition_where import partition_where
 from python_adapter.spark.session_conf import session_conf
+from python_adapter.spark.write.slot_write import SLOT
 from python_adapter.spark.write.staging import staged_entries
 from python_adapter.spark.table_files import read_files, rows_per_file, with_file_values
 from python_adapter.table.faults import fault_point
@@ -74,8 +76,8 @@ SMALL_FILE_OPEN_COST = 256 * 1024
 # Compaction's tasks per core: enough to even out files of unequal size, few enough that a
 # task's fixed cost (its shuffle read, sort and writer) is paid a few times, not per file.
 TASKS_PER_CORE = 2
-# Curve clustering: groups written by one Spark job (order_groups; each adds a branch to the
-# job's cell expression), and sampled rows per file a group is cut into
+# Curve clustering: groups written by one Spark job (each adds its cells' tables to the job's
+# lookups, curve_keys.group_cell_column), and sampled rows per file a group is cut into
 CURVE_GROUPS_PER_JOB = 64
 SAMPLE_PER_FILE = 200
 # A curve's ranks on many columns can make a stage's generated method longer than the 8,000
@@ -471,12 +473,15 @@ class _Job:
     each task writes in each partition it holds (staged files map back to their group by
     it: Spark names a task's files part-<task id>). runs: compaction groups cut into runs of
     whole files, one per output file (core/compaction.file_runs), every task reading its
-    runs' files itself (no shuffle); None: rows are cut after a shuffle."""
+    runs' files itself (no shuffle); None: rows are cut after a shuffle. whole_groups:
+    curve groups each read and cut into its files by one task (no shuffle), `tasks` being
+    the shuffle's layout should Spark not plan a group's scan as one task."""
     groups: Dict[str, list]           # group id -> the plan's FileEntry of its files
     outputs: Dict[str, int]           # group id -> output files
     tasks: List[Dict[str, str]]       # per task: {partition: group id}
     first: Dict[str, int] = field(default_factory=dict)  # compaction: task of a group's 1st file
     runs: Optional[Dict[str, List[list]]] = None
+    whole_groups: bool = False
 
 
 def _group_of(tasks: Sequence[Mapping[str, str]], entry: FileEntry) -> Optional[str]:
@@ -516,11 +521,17 @@ def _jobs(spark, plan, groups) -> List[_Job]:
     many = sorted(g for g in groups if outputs[g] > 1)
     if STRATEGY.get(plan.extra) == "linear":   # a range partitioning per group
         return jobs + [_Job({g: groups[g]}, outputs, [{part[g]: g}] * outputs[g]) for g in many]
-    # curves: up to CURVE_GROUPS_PER_JOB groups a job, group after group in sorted order, each
-    # its files in a row (order_groups), so task i writes file i of the job
-    cuts = [many[i:i + CURVE_GROUPS_PER_JOB] for i in range(0, len(many), CURVE_GROUPS_PER_JOB)]
-    return jobs + [_Job({g: groups[g] for g in cut}, outputs,
-                        [{part[g]: g} for g in cut for _ in range(outputs[g])]) for cut in cuts]
+    # curves: up to CURVE_GROUPS_PER_JOB groups a job. A group within a task's bytes is read
+    # and cut by one task (cells_per_group); the layout below is order_groups': group after
+    # group in sorted order, each its files in a row, so task i writes file i of the job
+    per_task = conf_bytes(spark, "spark.sql.files.maxPartitionBytes", "128MB")
+    for whole in (True, False):
+        chosen = [g for g in many if (sum(f.bytes for f in groups[g]) <= per_task) == whole]
+        jobs += [_Job({g: groups[g] for g in cut}, outputs,
+                      [{part[g]: g} for g in cut for _ in range(outputs[g])], whole_groups=whole)
+                 for cut in (chosen[i:i + CURVE_GROUPS_PER_JOB]
+                             for i in range(0, len(chosen), CURVE_GROUPS_PER_JOB))]
+    return jobs
 
 
 def _runs(files, outputs: int) -> Optional[List[list]]:
@@ -557,26 +568,28 @@ def _write_groups(locked, plan, groups, staging, done=0):
         out = f"{staging}/job-{k}"
         locked.log.phase(f"{which} of {group_count(plan)}")  # the Spark UI's description
         try:
-            _write_job(locked, plan, job, (which, out))
+            tasks = _write_job(locked, plan, job, (which, out))
         except Exception:
             if _all_in_place(locked, [f for files in job.groups.values() for f in files]):
                 raise
             locked.log(f"{which}: a writer replaced some of its files meanwhile; dropped")
             locked.fs.delete(out)
             continue
-        staged.append((job.tasks, out))
+        staged.append((tasks, out))
         if done < group_count(plan):
             locked.log.groups_written(done, group_count(plan))
     return staged
 
 
-def _write_job(locked, plan, job: _Job, where) -> None:
-    """One Spark job writing its groups (their planned files each) into the directory out."""
+def _write_job(locked, plan, job: _Job, where) -> List[Dict[str, str]]:
+    """One Spark job writing its groups (their planned files each) into the directory out;
+    returns its tasks' groups, {partition: group id} per task."""
     which, out = where
     spark, pcols, groups = locked.spark, locked.info.partition_columns, job.groups
     cluster_by, strategy = CLUSTER_BY.get(plan.extra, []), STRATEGY.get(plan.extra, COMPACTION)
     rel_paths = [f.path for g in groups for f in groups[g]]
-    how = f"{strategy} on {', '.join(cluster_by)}" if strategy != "none" else \
+    how = f"{strategy} on {', '.join(cluster_by)}" + (", a group per task" if job.whole_groups
+                                                      else "") if strategy != "none" else \
         "in file order" + (", whole files per task" if job.runs else "")
     total = sum(job.outputs[g] for g in groups)
     locked.log(f"{'compacting' if strategy == 'none' else 'clustering'} {which} of "
@@ -585,7 +598,11 @@ def _write_job(locked, plan, job: _Job, where) -> None:
     schema = locked.info.read_schema or spark.table(locked.name).schema
     options = _bloom_options(locked, plan, rel_paths)
     if job.runs and _write_aligned(locked, job, schema, (out, options)):
-        return
+        return job.tasks
+    if job.whole_groups:
+        tasks = _write_whole_groups(locked, job, (cluster_by, strategy), (out, options, schema))
+        if tasks is not None:
+            return tasks
     df = read_files(spark, locked.proto.location, schema, rel_paths)
     if strategy == "none":
         rows = in_file_order(spark, df, groups, job.outputs, pcols, locked.proto.location,
@@ -604,6 +621,7 @@ def _write_job(locked, plan, job: _Job, where) -> None:
     settings = {_OPEN_COST: str(SMALL_FILE_OPEN_COST), **_JIT_SIZED_CODEGEN}
     with session_conf(spark, settings):  # splits and generated code are made here
         rows.write.partitionBy(*pcols).options(**options).mode("append").parquet(out)
+    return job.tasks
 
 
 def _recorded_rows(groups: Mapping[str, Sequence[FileEntry]]) -> Optional[int]:
@@ -638,14 +656,44 @@ def _write_aligned(locked, job: _Job, schema, where) -> bool:
             by_task[(job.first[g] + k) % len(by_task)] += [f.path for f in run]
     rows = read_per_task(spark, locked.proto.location, schema, by_task, pcols)
     with session_conf(spark, _ONE_TASK_SCAN):  # the scans are planned here
-        planned = num_partitions(rows)
-        if planned != len(by_task):
-            locked.log(f"Spark planned {count_of(planned, 'task')} for "
-                       f"{count_of(len(by_task), 'file list')}; "
-                       f"rewriting with a shuffle instead")
+        if not _one_task_each(locked, rows, len(by_task)):
             return False
         rows.write.partitionBy(*pcols).options(**options).mode("append").parquet(out)
     return True
+
+
+def _one_task_each(locked, rows: DataFrame, lists: int) -> bool:
+    """Whether Spark plans rows (a union of one scan per file list) as one task per list,
+    saying so when it does not (the caller then writes through a shuffle)."""
+    planned = num_partitions(rows)
+    if planned != lists:
+        locked.log(f"Spark planned {count_of(planned, 'task')} for "
+                   f"{count_of(lists, 'file list')}; rewriting with a shuffle instead")
+    return planned == lists
+
+
+def _write_whole_groups(locked, job: _Job, curve_of, where) -> Optional[List[Dict[str, str]]]:
+    """Write a job of curve groups, each read and cut into its files by one task
+    (cells_per_group), no shuffle; returns the tasks' groups, or None, with nothing written,
+    when Spark would not plan a group's scan as one task (the job then goes through
+    order_groups)."""
+    spark, pcols, location = locked.spark, locked.info.partition_columns, locked.proto.location
+    out, options, schema = where
+    order = sorted(job.groups)
+    files = {g: [f.path for f in job.groups[g]] for g in order}
+    union = read_files(spark, location, schema, files[order[0]])
+    for g in order[1:]:
+        union = union.union(read_files(spark, location, schema, files[g]))
+    with session_conf(spark, _ONE_TASK_SCAN):  # the scans are planned here
+        if not _one_task_each(locked, union, len(order)):
+            return None
+    whole = read_files(spark, location, schema, [p for g in order for p in files[g]])
+    rows = cells_per_group(spark, union, CurveGroups(files, job.outputs, pcols,
+                                                     _recorded_rows(job.groups)),
+                           curve_of, whole)
+    with session_conf(spark, {**_JIT_SIZED_CODEGEN, **_ONE_TASK_SCAN}):
+        rows.write.partitionBy(*pcols, SLOT).options(**options).mode("append").parquet(out)
+    return [{job.groups[g][0].partition: g} for g in order]
 
 
 def _all_in_place(locked, files) -> bool:
@@ -741,32 +789,68 @@ class CurveGroups:
 def order_groups(spark: SparkSession, df: DataFrame, groups: CurveGroups,
                  curve_of: Tuple[Sequence[str], str]) -> DataFrame:
     """Several groups' rows in one job, each group cut into its own outputs[g] grid cells,
-    as order_rows cuts one group: the columns' ranks from one sample of all the groups' rows
-    (each group's share of it at least SAMPLE_PER_FILE rows a file), each group's cells from
-    its own points of it. Groups in sorted order, each its files in a row: file i of the
-    job is task i's. One job for many groups, not one each: a day's group is a few files,
-    and a Spark job per group (its sample, its shuffle, its commit) cost ~1.5 s of fixed
-    work each (benchmarks/peer_services.py)."""
-    (cluster_by, strategy), outputs = curve_of, groups.outputs
-    order = sorted(groups.files)
-    index = {p: i for i, g in enumerate(order) for p in groups.files[g]}
+    as order_rows cuts one group (_group_cells), and shuffled so file i of the job (groups
+    in sorted order, each its files in a row) is task i's, sorted along the curve. For
+    groups too big for one task to read and sort (cells_per_group), or a scan Spark would
+    not plan as one task per group."""
+    index = {p: i for i, g in enumerate(sorted(groups.files)) for p in groups.files[g]}
     data_cols = df.columns
     grouped = with_file_values(spark, df, groups.pcols, index, "__sized_group")
-    total = sum(outputs[g] for g in order)
-    curve = with_curve_key(grouped, cluster_by, strategy, RANK_BITS,
-                           Sampling(("__sized_group",), SAMPLE_PER_FILE * total, groups.rows))
-    cell, first = None, 0
-    for i, g in enumerate(order):
-        points = [p for p, (group,) in zip(curve.sample, curve.carried) if group == i]
-        here = cell_column(grid_cells(points, outputs[g], first), curve)
-        cell = F.when(F.col("__sized_group") == i, here) if cell is None \
-            else cell.when(F.col("__sized_group") == i, here)
-        first += outputs[g]
+    curve, cell = _group_cells(grouped, groups, curve_of)
+    total = sum(groups.outputs.values())
     routes = F.array(*[F.lit(k) for k in routing_keys(total)]).cast("array<bigint>")
-    return (curve.df.withColumn("__sized_route", F.element_at(routes, cast(Column, cell) + 1))
+    return (curve.df.withColumn("__sized_route", F.element_at(routes, cell + 1))
             .repartition(total, "__sized_route")
             .sortWithinPartitions(curve.key)
             .select(*data_cols))
+
+
+def cells_per_group(spark: SparkSession, union: DataFrame, groups: CurveGroups,
+                    curve_of: Tuple[Sequence[str], str], whole: DataFrame) -> DataFrame:
+    """Groups' rows, group i (of the sorted ids) read by task i of `union` (a union of one
+    scan per group, planned as one task each under _ONE_TASK_SCAN), each group cut into its
+    grid cells as order_groups cuts them, the job's file number in SLOT. Within a task rows
+    are sorted by partition, file, then along the curve: Spark's writer, partitioning by
+    SLOT too, writes each cell as one file (staged_file drops SLOT's directory), adding no
+    sort of its own. No shuffle, no join: a row's group is its task's number. The sample is
+    taken from `whole`, the same files in one scan (a task per group made it 2-4x slower)."""
+    index = {p: i for i, g in enumerate(sorted(groups.files)) for p in groups.files[g]}
+    sample_from = with_file_values(spark, whole, groups.pcols, index, "__sized_group")
+    grouped = union.withColumn("__sized_group", F.spark_partition_id())
+    curve, cell = _group_cells(grouped, groups, curve_of, sample_from)
+    return (curve.df.withColumn(SLOT, cell)
+            .sortWithinPartitions(*groups.pcols, SLOT, curve.key)
+            .select(*union.columns, SLOT))
+
+
+def _group_cells(grouped: DataFrame, groups: CurveGroups, curve_of: Tuple[Sequence[str], str],
+                 sample_from: Optional[DataFrame] = None) -> Tuple[CurveKey, Column]:
+    """grouped's curve key and each row's file of the job (0-based, groups in sorted order,
+    each its outputs in a row): the columns' ranks from one sample of all the groups' rows
+    (each group's share of it at least SAMPLE_PER_FILE rows a file, `__sized_group` the
+    group's index), each group cut into its own cells from its own points of it. One job for
+    many groups, not one each: a day's group is a few files, and a Spark job per group (its
+    sample, its shuffle, its commit) cost ~1.5 s of fixed work each
+    (benchmarks/peer_services.py)."""
+    (cluster_by, strategy), outputs = curve_of, groups.outputs
+    order = sorted(groups.files)
+    total = sum(outputs[g] for g in order)
+    curve = with_curve_key(grouped, cluster_by, strategy, RANK_BITS,
+                           Sampling(("__sized_group",), SAMPLE_PER_FILE * total, groups.rows,
+                                    sample_from))
+    points: Dict[int, list] = {}
+    for p, (group,) in zip(curve.sample, curve.carried):
+        points.setdefault(group, []).append(p)
+    cells = [grid_cells(points.get(i, []), outputs[g], sum(outputs[h] for h in order[:i]))
+             for i, g in enumerate(order)]
+    stacked = group_cell_column(cells, curve, "__sized_group")
+    if stacked is not None:
+        return curve, stacked
+    cell = None   # a group's cells too many for a table: a CASE of a branch per group
+    for i, here in enumerate(cell_column(c, curve) for c in cells):
+        cell = F.when(F.col("__sized_group") == i, here) if cell is None \
+            else cell.when(F.col("__sized_group") == i, here)
+    return curve, cast(Column, cell)
 
 
 def order_rows(df: DataFrame, cluster_by: Sequence[str], strategy: str,

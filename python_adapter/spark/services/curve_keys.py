@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from python_adapter.core import curves
-from python_adapter.core.clustering import Cell, Split, cell_table
+from python_adapter.core.clustering import Cell, CellTable, Split, cell_table
 from python_adapter.errors import ConfigError
 
 SAMPLE_PER_BUCKET = 20      # as Spark's RangePartitioner samples per output partition
@@ -44,10 +44,13 @@ class Sampling:
     """What with_curve_key samples besides the clustering columns: `carry`, columns whose
     values come back with each sampled row (a group's id, to cut each group apart), and
     `at_least` rows (several groups' files need their share of points each); `rows`, df's
-    rows where the caller knows them (else a job counts them)."""
+    rows where the caller knows them (else a job counts them); `source`, the same rows as
+    df to sample instead of df."""
     carry: Tuple[str, ...] = ()
     at_least: int = 0
     rows: Optional[int] = None    # df's rows when known (the files' recorded counts): no count
+    # the rows to sample when not df itself (the same rows, read in fewer, larger tasks)
+    source: Optional[DataFrame] = None
 
 
 def with_curve_key(df: DataFrame, cluster_by: Sequence[str], strategy: str,
@@ -90,6 +93,30 @@ def cell_column(cell: Cell, curve: CurveKey) -> Column:
     return _lookup(_literal_array(table.files, T.IntegerType()), cast(Column, index))
 
 
+def group_cell_column(cells: Sequence[Cell], curve: CurveKey, group: str) -> Optional[Column]:
+    """The file number of each row of several groups, group i (the int column `group`)
+    cut by cells[i]: the groups' CellTables stacked into one table per lookup and indexed
+    by the group, so the expression is a few array reads however many groups there are
+    (a CASE of a branch per group made the stage's generated method too long for
+    whole-stage codegen: Spark ran it without, every projection copying whole rows).
+    None when a group's cells do not fit a table."""
+    tables = [cell_table(c, len(curve.ranks), curve.bits) for c in cells]
+    if any(t is None for t in tables):
+        return None
+    stacked = cast(List[CellTable], tables)
+    at = F.col(group).cast("int")
+    index = None
+    for d, rank in enumerate(curve.ranks):
+        slabs = [s for t in stacked for s in t.slabs[d]]
+        strides = [math.prod(t.sizes[d + 1:]) for t in stacked]
+        slab = _lookup(_literal_array(slabs, T.IntegerType()), at * (1 << curve.bits) + F.col(rank))
+        term = slab * _lookup(_literal_array(strides, T.IntegerType()), at)
+        index = term if index is None else index + term
+    starts = [sum(len(t.files) for t in stacked[:i]) for i in range(len(stacked))]
+    files = _literal_array([f for t in stacked for f in t.files], T.IntegerType())
+    return _lookup(files, _lookup(_literal_array(starts, T.IntegerType()), at) + index)
+
+
 def _cell_by_splits(cell: Cell, ranks: Sequence[str]) -> Column:
     if not isinstance(cell, Split):
         return F.lit(cell)
@@ -102,7 +129,8 @@ def _with_ranks(df: DataFrame, cluster_by: Sequence[str], bits: int, sampling: S
     sample's carried values)."""
     buckets = 1 << bits
     types = {f.name.lower(): f.dataType for f in df.schema.fields}
-    sample = _sample(df, [*cluster_by, *sampling.carry],
+    sample = _sample(df if sampling.source is None else sampling.source,
+                     [*cluster_by, *sampling.carry],
                      max(buckets * SAMPLE_PER_BUCKET, sampling.at_least), sampling.rows)
     ranks, sample_ranks = [], []
     for i, col in enumerate(cluster_by):

@@ -18,6 +18,7 @@ from python_adapter.core.config import parse_config
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.timeline import Timeline
 from python_adapter.spark.services.describe import read_layout
+from python_adapter.spark.session_conf import session_conf
 from python_adapter.spark.services.rollback import recover_table, rollback_last_commit
 from python_adapter.api import write_dataframe
 from python_adapter.table import faults, lock
@@ -130,13 +131,25 @@ def test_curve_clustering_cuts_files_like_a_grid(spark, schema, strategy, cols):
         assert sum(met) / len(met) <= 1.5 * limit, (col, sum(met) / len(met), limit, n)
 
 
-@pytest.mark.parametrize("strategy", ["zorder", "hilbert"])
-def test_many_partitions_are_clustered_in_one_job_each_cut_like_a_grid(spark, schema, strategy):
+@pytest.mark.parametrize("strategy,path", [("zorder", "a group per task"),
+                                           ("hilbert", "a group per task"),
+                                           ("zorder", "scan refused"),
+                                           ("hilbert", "groups over a task")])
+def test_many_partitions_are_clustered_in_one_job_each_cut_like_a_grid(spark, schema, strategy,
+                                                                       path, monkeypatch):
     """Three days' groups of several files each go through one Spark job (one log line for
     the three), and still each day's files are its own grid: rows kept per day, sizes in
     0.5-1.25 x target but one a day, a point query on either column meeting at most 1.5 x
-    a balanced grid's files within the day."""
-    table = TableRef(schema, f"days_{strategy}")
+    a balanced grid's files within the day. Groups within a task's bytes are each read and
+    cut by one task; when Spark would not plan a group's scan as one task, or a group is
+    over spark.sql.files.maxPartitionBytes, the job cuts them after a shuffle instead."""
+    from python_adapter.spark.services import cluster_exec
+    if path == "scan refused":  # a split bound below the files' sizes: each is split
+        monkeypatch.setattr(cluster_exec, "_ONE_TASK_SCAN",
+                            {**cluster_exec._ONE_TASK_SCAN,
+                             "spark.sql.files.maxPartitionBytes": "16k"})
+    name = f"days_{strategy}_{path.split()[0]}"
+    table = TableRef(schema, name)
     cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
                         "target_file_size": 200_000, "small_file_limit": 0})
     for b in range(3):
@@ -145,13 +158,18 @@ def test_many_partitions_are_clustered_in_one_job_each_cut_like_a_grid(spark, sc
                    cast(pmod(hash(i, {b}, 2), 100000) as bigint) as b,
                    date'2025-03-01' + cast(i % 3 as int) as day
             from (select explode(sequence(1, 30000)) as i)"""), table, cfg, **QUIET)
-    name = f"{schema}.days_{strategy}"
+    name = f"{schema}.{name}"
     before = sorted(tuple(r) for r in spark.table(name).collect())
     said, target = [], 12_000
-    run_clustering(spark, table, ["a", "b"], strategy, target_file_size=target,
-                   cluster_small_file_limit=10**9, log=said.append)
+    per_task = "64k" if path == "groups over a task" else "128MB"
+    with session_conf(spark, {"spark.sql.files.maxPartitionBytes": per_task}):
+        run_clustering(spark, table, ["a", "b"], strategy, target_file_size=target,
+                       cluster_small_file_limit=10**9, log=said.append)
     assert sorted(tuple(r) for r in spark.table(name).collect()) == before
-    assert [m for m in said if m.startswith("clustering groups 1-3 of 3")], said
+    job = [m for m in said if m.startswith("clustering groups 1-3 of 3")]
+    assert len(job) == 1 and job[0].endswith(", a group per task") == (path != "groups over a task"), said
+    fell_back = [m for m in said if "rewriting with a shuffle instead" in m]
+    assert len(fell_back) == (path == "scan refused"), said
     by_day = {}
     for f in read_layout(spark, table, ["a", "b"]).files:
         by_day.setdefault(f.partition, []).append(f)
@@ -365,6 +383,33 @@ def test_each_row_lands_in_the_file_its_grid_cell_names(spark, cols, files, by_t
     rows = curve.df.select(*curve.ranks, cell_column(cells, curve).alias("file")).collect()
     assert all(r["file"] == cell_of(tuple(r)[:-1], cells) for r in rows)
     assert len({r["file"] for r in rows}) == files
+
+
+@pytest.mark.parametrize("cols,outputs,stacked", [(["a", "b"], [50, 7, 1, 12], True),
+                                                 (["a", "b", "c"], [400, 3], False)])
+def test_each_row_of_many_groups_lands_in_the_file_its_groups_cells_name(spark, cols, outputs,
+                                                                        stacked):
+    """Several groups cut in one expression: each row's file is core/clustering.cell_of of
+    its ranks in its own group's cells (numbered after the groups before it), by one stacked
+    lookup table for all the groups where every group's cells fit one, else by a CASE of a
+    branch per group."""
+    from python_adapter.spark.services.cluster_exec import CurveGroups, _group_cells
+    from python_adapter.spark.services.curve_keys import group_cell_column
+    df = spark.sql(f"""
+        select pmod(hash(i, 1), 3000) as a, concat('s', pmod(hash(i, 2), 2000)) as b,
+               pmod(hash(i, 3), 900) / 9.0 as c, cast(i % {len(outputs)} as bigint) as __sized_group
+        from (select explode(sequence(1, 12000)) as i)""")
+    ids = [f"g{i}" for i in range(len(outputs))]
+    groups = CurveGroups({g: [g] for g in ids}, dict(zip(ids, outputs)), (), None)
+    curve, cell = _group_cells(df, groups, (cols, "zorder"))
+    points = {}
+    for p, (group,) in zip(curve.sample, curve.carried):
+        points.setdefault(group, []).append(p)
+    cells = [grid_cells(points[i], n, sum(outputs[:i])) for i, n in enumerate(outputs)]
+    assert (group_cell_column(cells, curve, "__sized_group") is not None) == stacked
+    rows = curve.df.select("__sized_group", *curve.ranks, cell.alias("file")).collect()
+    assert all(r["file"] == cell_of(tuple(r)[1:-1], cells[r["__sized_group"]]) for r in rows)
+    assert len({r["file"] for r in rows}) == sum(outputs)
 
 
 def test_cluster_by_a_column_curves_cannot_rank_is_refused(spark):
