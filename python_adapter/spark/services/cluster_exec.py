@@ -525,10 +525,11 @@ def _jobs(spark, plan, groups) -> List[_Job]:
     # and cut by one task (cells_per_group); the layout below is order_groups': group after
     # group in sorted order, each its files in a row, so task i writes file i of the job
     per_task = conf_bytes(spark, "spark.sql.files.maxPartitionBytes", "128MB")
-    for whole in (True, False):
-        chosen = [g for g in many if (sum(f.bytes for f in groups[g]) <= per_task) == whole]
+    for one_task in (True, False):
+        chosen = [g for g in many if (sum(f.bytes for f in groups[g]) <= per_task) == one_task]
         jobs += [_Job({g: groups[g] for g in cut}, outputs,
-                      [{part[g]: g} for g in cut for _ in range(outputs[g])], whole_groups=whole)
+                      [{part[g]: g} for g in cut for _ in range(outputs[g])],
+                      whole_groups=one_task)
                  for cut in (chosen[i:i + CURVE_GROUPS_PER_JOB]
                              for i in range(0, len(chosen), CURVE_GROUPS_PER_JOB))]
     return jobs

@@ -109,12 +109,14 @@ def group_cell_column(cells: Sequence[Cell], curve: CurveKey, group: str) -> Opt
     for d, rank in enumerate(curve.ranks):
         slabs = [s for t in stacked for s in t.slabs[d]]
         strides = [math.prod(t.sizes[d + 1:]) for t in stacked]
-        slab = _lookup(_literal_array(slabs, T.IntegerType()), at * (1 << curve.bits) + F.col(rank))
+        slab = _lookup(_literal_array(slabs, T.IntegerType()),
+                       at * (1 << curve.bits) + F.col(rank))
         term = slab * _lookup(_literal_array(strides, T.IntegerType()), at)
         index = term if index is None else index + term
     starts = [sum(len(t.files) for t in stacked[:i]) for i in range(len(stacked))]
     files = _literal_array([f for t in stacked for f in t.files], T.IntegerType())
-    return _lookup(files, _lookup(_literal_array(starts, T.IntegerType()), at) + index)
+    first = _lookup(_literal_array(starts, T.IntegerType()), at)
+    return _lookup(files, first + cast(Column, index))  # a curve has a rank: the loop ran
 
 
 def _cell_by_splits(cell: Cell, ranks: Sequence[str]) -> Column:

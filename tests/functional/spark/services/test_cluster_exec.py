@@ -167,7 +167,8 @@ def test_many_partitions_are_clustered_in_one_job_each_cut_like_a_grid(spark, sc
                        cluster_small_file_limit=10**9, log=said.append)
     assert sorted(tuple(r) for r in spark.table(name).collect()) == before
     job = [m for m in said if m.startswith("clustering groups 1-3 of 3")]
-    assert len(job) == 1 and job[0].endswith(", a group per task") == (path != "groups over a task"), said
+    one_task = path != "groups over a task"
+    assert len(job) == 1 and job[0].endswith(", a group per task") == one_task, said
     fell_back = [m for m in said if "rewriting with a shuffle instead" in m]
     assert len(fell_back) == (path == "scan refused"), said
     by_day = {}
@@ -397,7 +398,8 @@ def test_each_row_of_many_groups_lands_in_the_file_its_groups_cells_name(spark, 
     from python_adapter.spark.services.curve_keys import group_cell_column
     df = spark.sql(f"""
         select pmod(hash(i, 1), 3000) as a, concat('s', pmod(hash(i, 2), 2000)) as b,
-               pmod(hash(i, 3), 900) / 9.0 as c, cast(i % {len(outputs)} as bigint) as __sized_group
+               pmod(hash(i, 3), 900) / 9.0 as c,
+               cast(i % {len(outputs)} as bigint) as __sized_group
         from (select explode(sequence(1, 12000)) as i)""")
     ids = [f"g{i}" for i in range(len(outputs))]
     groups = CurveGroups({g: [g] for g in ids}, dict(zip(ids, outputs)), (), None)
