@@ -82,41 +82,38 @@ def cell_column(cell: Cell, curve: CurveKey) -> Column:
     """The file number core/clustering.cell_of gives each row, from its rank columns: by
     the cells' lookup tables (core/clustering.CellTable) where they fit, else by a CASE
     per split."""
-    table = cell_table(cell, len(curve.ranks), curve.bits)
-    if table is None:
-        return _cell_by_splits(cell, curve.ranks)
-    index = None
-    for rank, slabs, size in zip(curve.ranks, table.slabs, table.sizes):
-        slab = _lookup(_literal_array(slabs, T.IntegerType()), F.col(rank))
-        index = slab if index is None else index * size + slab
-    # a cell table has a slab list per rank, and a curve at least one rank
-    return _lookup(_literal_array(table.files, T.IntegerType()), cast(Column, index))
+    by_table = group_cell_column([cell], curve)
+    return _cell_by_splits(cell, curve.ranks) if by_table is None else by_table
 
 
-def group_cell_column(cells: Sequence[Cell], curve: CurveKey, group: str) -> Optional[Column]:
-    """The file number of each row of several groups, group i (the int column `group`)
-    cut by cells[i]: the groups' CellTables stacked into one table per lookup and indexed
-    by the group, so the expression is a few array reads however many groups there are
-    (a CASE of a branch per group made the stage's generated method too long for
-    whole-stage codegen: Spark ran it without, every projection copying whole rows).
-    None when a group's cells do not fit a table."""
+def group_cell_column(cells: Sequence[Cell], curve: CurveKey,
+                      group: Optional[str] = None) -> Optional[Column]:
+    """The file number of each row of several groups, group i (the int column `group`;
+    None: one group) cut by cells[i]: the groups' CellTables stacked into one table per
+    lookup and indexed by the group, so the expression is a few array reads however many
+    groups there are (a CASE of a branch per group made the stage's generated method too
+    long for whole-stage codegen: Spark ran it without, every projection copying whole
+    rows). None when a group's cells do not fit a table."""
     tables = [cell_table(c, len(curve.ranks), curve.bits) for c in cells]
     if any(t is None for t in tables):
         return None
     stacked = cast(List[CellTable], tables)
-    at = F.col(group).cast("int")
+
+    def of_group(values: Sequence[int]) -> Column:   # values[i]: group i's
+        if group is None:
+            return F.lit(values[0])
+        return _lookup(_literal_array(values, T.IntegerType()), F.col(group).cast("int"))
     index = None
     for d, rank in enumerate(curve.ranks):
         slabs = [s for t in stacked for s in t.slabs[d]]
-        strides = [math.prod(t.sizes[d + 1:]) for t in stacked]
-        slab = _lookup(_literal_array(slabs, T.IntegerType()),
-                       at * (1 << curve.bits) + F.col(rank))
-        term = slab * _lookup(_literal_array(strides, T.IntegerType()), at)
+        at = F.col(rank) if group is None else of_group(
+            [i << curve.bits for i in range(len(stacked))]) + F.col(rank)
+        term = _lookup(_literal_array(slabs, T.IntegerType()), at) * \
+            of_group([math.prod(t.sizes[d + 1:]) for t in stacked])
         index = term if index is None else index + term
     starts = [sum(len(t.files) for t in stacked[:i]) for i in range(len(stacked))]
     files = _literal_array([f for t in stacked for f in t.files], T.IntegerType())
-    first = _lookup(_literal_array(starts, T.IntegerType()), at)
-    return _lookup(files, first + cast(Column, index))  # a curve has a rank: the loop ran
+    return _lookup(files, of_group(starts) + cast(Column, index))  # a curve has a rank
 
 
 def _cell_by_splits(cell: Cell, ranks: Sequence[str]) -> Column:

@@ -167,6 +167,9 @@ def test_many_partitions_are_clustered_in_one_job_each_cut_like_a_grid(spark, sc
                        cluster_small_file_limit=10**9, log=said.append)
     assert sorted(tuple(r) for r in spark.table(name).collect()) == before
     job = [m for m in said if m.startswith("clustering groups 1-3 of 3")]
+    location = local_dir(HadoopFS(spark).qualify(describe_table(spark, table).location))
+    for read in (duckdb_rows, polars_rows, pyarrow_rows):   # plain Parquet, nothing else
+        assert read(location, ["a", "b"]) == sorted(((r[0], r[1]) for r in before), key=repr)
     one_task = path != "groups over a task"
     assert len(job) == 1 and job[0].endswith(", a group per task") == one_task, said
     fell_back = [m for m in said if "rewriting with a shuffle instead" in m]
