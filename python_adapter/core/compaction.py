@@ -9,7 +9,8 @@ would rewrite bytes for nothing. Groups share clustering's record (ClusterGroup)
 instant, so executing and committing them is clustering's code.
 """
 import math
-from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import (Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Set,
+                    Tuple)
 
 from python_adapter.core.clustering import ClusterGroup
 from python_adapter.core.config import CompactOptions
@@ -85,6 +86,29 @@ def pack_outputs(groups: Sequence[Tuple[str, str, int]], parallelism: int
         first[gid] = i % tasks
         i += files
     return tasks, first
+
+
+def pack_groups(groups: Sequence[Tuple[str, str, int]], parallelism: int) -> List[List[str]]:
+    """Compaction groups each given whole to one task of a Spark job, which reads their
+    files and writes their output files (no shuffle). groups: (group id, partition, bytes).
+    Spark names a task's files after the task, so a task holds at most one group of a
+    partition (a staged file's group is its task's group in its partition): there are at
+    least as many tasks as the most groups of a partition, otherwise `parallelism` (fewer
+    when there are fewer groups). The largest group first, each onto the task with the
+    fewest bytes among those holding none of its partition. Returns each task's group ids."""
+    per_partition: Dict[str, int] = {}
+    for _gid, part, _bytes in groups:
+        per_partition[part] = per_partition.get(part, 0) + 1
+    count = max(max(per_partition.values(), default=1), min(len(groups), parallelism), 1)
+    tasks: List[List[str]] = [[] for _ in range(count)]
+    load = [0] * count
+    parts: List[Set[str]] = [set() for _ in range(count)]
+    for gid, part, size in sorted(groups, key=lambda g: (-g[2], g[1], g[0])):
+        k = min((t for t in range(count) if part not in parts[t]), key=lambda t: (load[t], t))
+        tasks[k].append(gid)
+        load[k] += size
+        parts[k].add(part)
+    return tasks
 
 
 # How far a run of whole files may stray from its share of a group's bytes and still be

@@ -76,14 +76,16 @@ def with_file_values(spark: SparkSession, df: DataFrame, pcols: Sequence[str],
     rows = [tuple(text for _, text in parse_partition_path(os.path.dirname(rel)))
             + (os.path.basename(rel),) + tuple(int(v) for v in _values(value))
             for rel, value in value_of_file.items()]
-    names = [*[(f"__sized_t{i}", "string") for i in range(n)], ("__sized_name", "string"),
+    names = [*[(f"__sized_t{i}", "string") for i in range(n)], ("__sized_fname", "string"),
              *[(c, "bigint") for c in columns]]
     files = local_table(spark, names, rows).select(
         *[F.col(f"__sized_t{i}").cast(df.schema[c].dataType).alias(f"__sized_p{i}")
-          for i, c in enumerate(pcols)], "__sized_name", *columns)
-    named = df.withColumn("__sized_name", F.col("_metadata.file_name"))
+          for i, c in enumerate(pcols)], "__sized_fname", *columns)
+    # a union has no _metadata: its scans name their files themselves (a column of the name)
+    named = df if "__sized_name" in df.columns \
+        else df.withColumn("__sized_name", F.col("_metadata.file_name"))
     files = F.broadcast(files)
-    cond = named["__sized_name"] == files["__sized_name"]
+    cond = named["__sized_name"] == files["__sized_fname"]
     for i, c in enumerate(pcols):
         cond = cond & named[c].eqNullSafe(files[f"__sized_p{i}"])
     return select_names(named.join(files, cond), [*df.columns, *columns])

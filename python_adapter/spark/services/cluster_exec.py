@@ -34,7 +34,7 @@ from pyspark.sql.types import StructType
 from python_adapter.io.session_info import conf_bytes, default_parallelism, num_partitions
 from python_adapter.core.notice import Notice
 from python_adapter.core.clustering import grid_cells, plan_groups
-from python_adapter.core.compaction import (SPLIT_RATIO, file_runs, pack_outputs,
+from python_adapter.core.compaction import (SPLIT_RATIO, file_runs, pack_groups, pack_outputs,
                                             partition_filter, plan_compaction)
 from python_adapter.core.config import (ClusterOptions, CompactOptions, cluster_options,
                                         compact_options)
@@ -474,7 +474,8 @@ class _Job:
     it: Spark names a task's files part-<task id>). runs: compaction groups cut into runs of
     whole files, one per output file (core/compaction.file_runs), every task reading its
     runs' files itself (no shuffle); None: rows are cut after a shuffle. whole_groups:
-    curve groups each read and cut into its files by one task (no shuffle), `tasks` being
+    groups each read and cut into its files by one task (no shuffle). Compaction's are
+    packed, `tasks` holding each task's groups; curve groups are a task each, `tasks` being
     the shuffle's layout should Spark not plan a group's scan as one task."""
     groups: Dict[str, list]           # group id -> the plan's FileEntry of its files
     outputs: Dict[str, int]           # group id -> output files
@@ -508,13 +509,21 @@ def _jobs(spark, plan, groups) -> List[_Job]:
     (order_groups)."""
     outputs = {g: output_files(g).get(plan.extra, 1) for g in groups}
     part = {g: files[0].partition for g, files in groups.items()}
+    per_task = conf_bytes(spark, "spark.sql.files.maxPartitionBytes", "128MB")
     if STRATEGY.get(plan.extra, COMPACTION) == COMPACTION:
         runs = {g: _runs(files, outputs[g]) for g, files in groups.items()}
         whole = {g: files for g, files in groups.items() if runs[g]}
-        cut = {g: files for g, files in groups.items() if not runs[g]}
-        return [_packed_job(spark, chosen, outputs, part,
-                            {g: runs[g] for g in chosen} if chosen is whole else None)
-                for chosen in (whole, cut) if chosen]
+        jobs = [_packed_job(spark, whole, outputs, {g: runs[g] for g in whole})] \
+            if whole else []
+        # the others cut by rows: groups within a task's bytes each by one task, packed
+        # (_write_grouped_runs), the bigger after a shuffle (in_file_order)
+        for one_task in (True, False):
+            cut = {g: files for g, files in groups.items() if not runs[g]
+                   and (sum(f.bytes for f in files) <= per_task) == one_task}
+            if cut:
+                jobs.append(_grouped_job(spark, cut, outputs) if one_task
+                            else _packed_job(spark, cut, outputs))
+        return jobs
     single = sorted(g for g in groups if outputs[g] == 1)
     jobs = [_Job({g: groups[g] for g in single}, outputs, [{part[g]: g} for g in single])] \
         if single else []
@@ -524,7 +533,6 @@ def _jobs(spark, plan, groups) -> List[_Job]:
     # curves: up to CURVE_GROUPS_PER_JOB groups a job. A group within a task's bytes is read
     # and cut by one task (cells_per_group); the layout below is order_groups': group after
     # group in sorted order, each its files in a row, so task i writes file i of the job
-    per_task = conf_bytes(spark, "spark.sql.files.maxPartitionBytes", "128MB")
     for one_task in (True, False):
         chosen = [g for g in many if (sum(f.bytes for f in groups[g]) <= per_task) == one_task]
         jobs += [_Job({g: groups[g] for g in cut}, outputs,
@@ -544,8 +552,9 @@ def _runs(files, outputs: int) -> Optional[List[list]]:
     return [list(files[i:i + n]) for i, n in zip(starts, counts)]
 
 
-def _packed_job(spark, groups, outputs, part, runs) -> _Job:
+def _packed_job(spark, groups, outputs, runs=None) -> _Job:
     """A compaction job: the groups' output files packed into tasks."""
+    part = {g: files[0].partition for g, files in groups.items()}
     count, first = pack_outputs([(g, part[g], outputs[g]) for g in groups],
                                 TASKS_PER_CORE * default_parallelism(spark))
     tasks: List[Dict[str, str]] = [{} for _ in range(count)]
@@ -553,6 +562,16 @@ def _packed_job(spark, groups, outputs, part, runs) -> _Job:
         for k in range(outputs[g]):
             tasks[(first[g] + k) % count][part[g]] = g
     return _Job(groups, outputs, tasks, first, runs)
+
+
+def _grouped_job(spark, groups, outputs) -> _Job:
+    """A compaction job of groups each read and cut by one task, packed into tasks
+    (core/compaction.pack_groups)."""
+    packed = pack_groups([(g, files[0].partition, sum(f.bytes for f in files))
+                          for g, files in sorted(groups.items())],
+                         TASKS_PER_CORE * default_parallelism(spark))
+    tasks = [{groups[g][0].partition: g for g in ids} for ids in packed]
+    return _Job(groups, outputs, tasks, whole_groups=True)
 
 
 def _write_groups(locked, plan, groups, staging, done=0):
@@ -591,7 +610,8 @@ def _write_job(locked, plan, job: _Job, where) -> List[Dict[str, str]]:
     rel_paths = [f.path for g in groups for f in groups[g]]
     how = f"{strategy} on {', '.join(cluster_by)}" + (", a group per task" if job.whole_groups
                                                       else "") if strategy != "none" else \
-        "in file order" + (", whole files per task" if job.runs else "")
+        "in file order" + (", whole files per task" if job.runs else
+                           ", a group per task" if job.whole_groups else "")
     total = sum(job.outputs[g] for g in groups)
     locked.log(f"{'compacting' if strategy == 'none' else 'clustering'} {which} of "
                f"{group_count(plan)}: {count_of(len(rel_paths), 'file')} -> {total}, {how}")
@@ -600,7 +620,11 @@ def _write_job(locked, plan, job: _Job, where) -> List[Dict[str, str]]:
     options = _bloom_options(locked, plan, rel_paths)
     if job.runs and _write_aligned(locked, job, schema, (out, options)):
         return job.tasks
-    if job.whole_groups:
+    if job.whole_groups and strategy == COMPACTION:
+        if _write_grouped_runs(locked, job, schema, (out, options)):
+            return job.tasks
+        job = _packed_job(spark, groups, job.outputs)   # in_file_order's layout
+    elif job.whole_groups:
         tasks = _write_whole_groups(locked, job, (cluster_by, strategy), (out, options, schema))
         if tasks is not None:
             return tasks
@@ -673,6 +697,23 @@ def _one_task_each(locked, rows: DataFrame, lists: int) -> bool:
     return planned == lists
 
 
+def _write_grouped_runs(locked, job: _Job, schema, where) -> bool:
+    """Write a job of compaction groups each read and cut into its runs by one task
+    (runs_per_group; job.tasks: each task's group in each partition), no shuffle; False,
+    with nothing written, when Spark would not plan a task's scan as one task (the job then
+    goes through in_file_order)."""
+    spark, pcols, location = locked.spark, locked.info.partition_columns, locked.proto.location
+    out, options = where
+    by_task = [[f.path for g in task.values() for f in job.groups[g]] for task in job.tasks]
+    union = scan_per_task(spark, location, schema, by_task, _FILE_AND_ROW)
+    rows = runs_per_group(spark, union, job.groups, job.outputs, (pcols, location))
+    with session_conf(spark, _ONE_TASK_SCAN):  # the scans are planned here
+        if not _one_task_each(locked, rows, len(by_task)):
+            return False
+        rows.write.partitionBy(*pcols, SLOT).options(**options).mode("append").parquet(out)
+    return True
+
+
 def _write_whole_groups(locked, job: _Job, curve_of, where) -> Optional[List[Dict[str, str]]]:
     """Write a job of curve groups, each read and cut into its files by one task
     (cells_per_group), no shuffle; returns the tasks' groups, or None, with nothing written,
@@ -682,9 +723,7 @@ def _write_whole_groups(locked, job: _Job, curve_of, where) -> Optional[List[Dic
     out, options, schema = where
     order = sorted(job.groups)
     files = {g: [f.path for f in job.groups[g]] for g in order}
-    union = read_files(spark, location, schema, files[order[0]])
-    for g in order[1:]:
-        union = union.union(read_files(spark, location, schema, files[g]))
+    union = scan_per_task(spark, location, schema, [files[g] for g in order])
     with session_conf(spark, _ONE_TASK_SCAN):  # the scans are planned here
         if not _one_task_each(locked, union, len(order)):
             return None
@@ -719,32 +758,82 @@ def one_file_per_group(spark: SparkSession, df: DataFrame,
 
 def read_per_task(spark: SparkSession, location: str, schema: Optional[StructType],
                   task_files: Sequence[Sequence[str]], pcols: Sequence[str]) -> DataFrame:
-    """The rows of each list of files read by one task of its own (planned so under
-    _ONE_TASK_SCAN): a union of one scan per task, task i holding task_files[i]. Within a
-    task, rows are ordered by partition, then file, then row: each file's rows in their
-    order, and in the order Spark's writer needs, so it adds no sort of its own."""
-    reads = [read_files(spark, location, schema, paths)
-             .withColumn("__sized_file", F.col("_metadata.file_path"))
-             .withColumn("__sized_row", F.col("_metadata.row_index")) for paths in task_files]
+    """The rows of each list of files read by one task of its own (scan_per_task), task i
+    holding task_files[i]. Within a task, rows are ordered by partition, then file, then
+    row: each file's rows in their order, and in the order Spark's writer needs, so it adds
+    no sort of its own."""
+    union = scan_per_task(spark, location, schema, task_files,
+                          {"__sized_file": "file_path", "__sized_row": "row_index"})
+    return union.sortWithinPartitions(*pcols, "__sized_file", "__sized_row") \
+        .drop("__sized_file", "__sized_row")
+
+
+# Where a row is read from, for with_file_values and _with_runs on a union (a union has no
+# _metadata column: each scan adds them before it)
+_FILE_AND_ROW = {"__sized_name": "file_name", "__sized_row": "row_index"}
+
+
+def scan_per_task(spark: SparkSession, location: str, schema: Optional[StructType],
+                  task_files: Sequence[Sequence[str]],
+                  metadata: Mapping[str, str] = {}) -> DataFrame:
+    """A union of one scan per list of files, planned as one task each under
+    _ONE_TASK_SCAN: task i reads task_files[i]. metadata: {column: field of _metadata}
+    each scan adds."""
+    reads = [read_files(spark, location, schema, paths) for paths in task_files]
+    reads = [read.select("*", *[F.col(f"_metadata.{field}").alias(name)
+                                for name, field in metadata.items()]) for read in reads]
     union = reads[0]
     for more in reads[1:]:
         union = union.union(more)
-    return union.sortWithinPartitions(*pcols, "__sized_file", "__sized_row") \
-        .drop("__sized_file", "__sized_row")
+    return union
 
 
 def in_file_order(spark: SparkSession, df: DataFrame, groups: Mapping[str, Sequence[FileEntry]],
                   outputs: Mapping[str, int], pcols: Sequence[str], location: str,
                   packing: Tuple[int, Mapping[str, int]]) -> DataFrame:
-    """Compaction's rows, unsorted, each output file's rows in one task: a group's rows,
-    counted through its files in their order and each file's rows in their order in it
-    (_metadata.row_index), are cut into outputs[g] equal runs, run k going to task
+    """Compaction's rows, unsorted, each output file's rows in one task: each group's rows
+    cut into outputs[g] equal runs in file order (_with_runs), run k going to task
     (first[g] + k) mod tasks (packing = (tasks, first), core/compaction.pack_outputs: no
     task holds two runs of one partition). Within a task, rows are ordered by partition,
     then file, then row: each partition's run in file order, and in the order Spark's
-    writer needs, so it adds no sort of its own. Rows per file come from the timeline; a
-    file whose count is unknown is counted first."""
+    writer needs, so it adds no sort of its own."""
     tasks, first = packing
+    keys = local_table(spark, [("__sized_task", "bigint"), ("__sized_route", "bigint")],
+                       list(enumerate(routing_keys(tasks))))
+    keyed = _with_runs(spark, df, groups, outputs, (pcols, location), first)
+    routed = (keyed.withColumn("__sized_task", F.pmod(F.col("__sized_run"), F.lit(tasks))
+                               .cast("bigint"))
+              .join(F.broadcast(keys), "__sized_task"))
+    return (routed.repartition(tasks, "__sized_route")
+            .sortWithinPartitions(*pcols, "__sized_file", "__sized_row").select(*df.columns))
+
+
+def runs_per_group(spark: SparkSession, union: DataFrame,
+                   groups: Mapping[str, Sequence[FileEntry]], outputs: Mapping[str, int],
+                   where: Tuple[Sequence[str], str]) -> DataFrame:
+    """Compaction's rows of groups each read whole by one task (union: scan_per_task's, a
+    task's files those of whole groups), each group cut into its outputs[g] equal runs in
+    file order as in_file_order cuts them, the job's file number in SLOT (groups in sorted
+    order, each its files in a row). Within a task rows are ordered by partition, SLOT,
+    file, then row: Spark's writer, partitioning by SLOT too, writes each run as one file
+    (staged_file drops SLOT's directory), adding no sort of its own. No shuffle."""
+    order = sorted(groups)
+    first = {g: sum(outputs[h] for h in order[:i]) for i, g in enumerate(order)}
+    keyed = _with_runs(spark, union, groups, outputs, where, first)
+    data_cols = [c for c in union.columns if c not in _FILE_AND_ROW]
+    return (keyed.withColumn(SLOT, F.col("__sized_run"))
+            .sortWithinPartitions(*where[0], SLOT, "__sized_file", "__sized_row")
+            .select(*data_cols, SLOT))
+
+
+def _with_runs(spark, df, groups: Mapping[str, Sequence[FileEntry]], outputs: Mapping[str, int],
+               where: Tuple[Sequence[str], str], first: Mapping[str, int]) -> DataFrame:
+    """df's rows of the groups' files with their run, `__sized_run` = first[g] + k for run k
+    of the outputs[g] equal runs a group's rows are cut into, counted through its files in
+    their order and each file's rows in their order in it (_metadata.row_index); and
+    `__sized_file`, `__sized_row` (the file's index, the row's in it) to keep that order.
+    Rows per file come from the timeline; a file whose count is unknown is counted first."""
+    pcols, location = where
     files = [f for g in sorted(groups) for f in groups[g]]
     rows_of = {f.path: f.rows for f in files}
     unknown = [p for p, n in rows_of.items() if n < 0]
@@ -756,18 +845,13 @@ def in_file_order(spark: SparkSession, df: DataFrame, groups: Mapping[str, Seque
         for f in groups[g]:
             cuts[f.path] = (len(cuts), offset, outputs[g], total, first[g])
             offset += rows_of[f.path]
-    keyed = with_file_values(spark, df.withColumn("__sized_row", F.col("_metadata.row_index")),
-                             pcols, cuts, ("__sized_file", "__sized_offset", "__sized_n",
+    if "__sized_row" not in df.columns:   # a union's scans added it (scan_per_task)
+        df = df.withColumn("__sized_row", F.col("_metadata.row_index"))
+    keyed = with_file_values(spark, df, pcols, cuts, ("__sized_file", "__sized_offset", "__sized_n",
                                            "__sized_total", "__sized_first"))
-    keys = local_table(spark, [("__sized_task", "bigint"), ("__sized_route", "bigint")],
-                       list(enumerate(routing_keys(tasks))))
     position = F.col("__sized_offset") + F.col("__sized_row")
     run = F.floor(position * F.col("__sized_n") / F.col("__sized_total"))
-    routed = (keyed.withColumn("__sized_task", F.pmod(F.col("__sized_first") + run, F.lit(tasks))
-                               .cast("bigint"))
-              .join(F.broadcast(keys), "__sized_task"))
-    return (routed.repartition(tasks, "__sized_route")
-            .sortWithinPartitions(*pcols, "__sized_file", "__sized_row").select(*df.columns))
+    return keyed.withColumn("__sized_run", (F.col("__sized_first") + run).cast("bigint"))
 
 
 def _sort_within(df, cluster_by, strategy, data_cols):

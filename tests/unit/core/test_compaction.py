@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from python_adapter.core.compaction import (file_runs, pack_outputs, partition_filter,
+from python_adapter.core.compaction import (file_runs, pack_groups, pack_outputs, partition_filter,
                                             plan_compaction)
 from python_adapter.core.config import compact_options
 from python_adapter.errors import ConfigError
@@ -122,6 +122,24 @@ def test_output_files_are_packed_into_tasks_never_two_of_a_partition_in_one(para
             held[(task, part)] = gid
     assert len(held) == total and {t for t, _ in held} == set(range(tasks))
     assert pack_outputs([], parallelism) == (1, {})
+
+
+@pytest.mark.parametrize("parallelism", [1, 4, 50])
+def test_groups_are_packed_whole_into_tasks_never_two_of_a_partition_in_one(parallelism):
+    # 7 days, a day holding up to 6 groups, of unequal bytes
+    groups = [(f"g{i}", f"day={i % 7}", 1000 + 300 * (i % 5)) for i in range(40)]
+    tasks = pack_groups(groups, parallelism)
+    assert len(tasks) == max(6, min(40, parallelism))
+    assert sorted(g for ids in tasks for g in ids) == sorted(g for g, _p, _b in groups)
+    part = {g: p for g, p, _b in groups}
+    for ids in tasks:
+        assert len({part[g] for g in ids}) == len(ids), ids   # a partition once a task
+    size = {g: b for g, _p, b in groups}
+    loads = [sum(size[g] for g in ids) for ids in tasks]
+    # largest first onto the lightest task: no task is more than a group above another
+    assert max(loads) - min(loads) <= max(size.values()), loads
+    assert pack_groups([], parallelism) == [[]]
+    assert pack_groups([("a", "day=1", 5)], parallelism) == [["a"]]
 
 
 @pytest.mark.parametrize("sizes,outputs,counts", [

@@ -497,6 +497,45 @@ def test_compaction_splits_oversized_files_and_keeps_to_the_partitions_asked(spa
     assert _kept_in_file_order(old_files, new_files)
 
 
+def test_compaction_cuts_groups_packed_into_tasks_by_rows_each_file_from_one_task(
+        spark, schema, monkeypatch):
+    """Groups cut by rows (here each a big file split apart) are read whole by one task
+    each, several groups a task, never two of one day in a task (Spark names a task's files
+    after it): four groups, two of them in one day, in two tasks, no shuffle. Every row
+    stays, in its file's order, and each file is split into its planned files."""
+    from python_adapter.spark.services import cluster_exec
+    monkeypatch.setattr(cluster_exec, "TASKS_PER_CORE", 1)   # 2 cores: two tasks
+    table = TableRef(schema, "split4")
+    cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
+                        "target_file_size": "1MB", "small_file_limit": 0,
+                        "distribution": "exact"})
+    write_dataframe(spark, arrivals(spark, 0, rows=36000, days=3), table, cfg, **QUIET)
+    write_dataframe(spark, arrivals(spark, 1, rows=12000, days=1), table, cfg, **QUIET)
+    fs = HadoopFS(spark)
+    directory = local_dir(fs.qualify(describe_table(spark, table).location))
+    before, old_files = all_rows(spark, schema, "split4"), _rows_by_file(directory)
+    size = {p: os.path.getsize(p) for p in old_files}
+    assert len(old_files) == 4 and all(s > 1.8 * 32_000 for s in size.values()), size
+    lines = []
+    result = run_compaction(spark, table, {"target_file_size": "32KB"}, log=lines.append)
+    assert result.groups == 4 and result.files_replaced == 4
+    jobs = [m for m in lines if m.startswith("compacting ")]
+    assert len(jobs) == 1 and jobs[0].endswith("in file order, a group per task"), lines
+    assert all_rows(spark, schema, "split4") == before
+    assert sorted(duckdb_rows(directory, ["id"])) == sorted((r[0],) for r in before)
+    new_files = _rows_by_file(directory)
+    assert _kept_in_file_order(old_files, new_files)
+    for old, ids in old_files.items():   # each file split into its own planned files
+        holding = {p for p, new in new_files.items() if ids[0] in new or ids[-1] in new}
+        pieces = [p for p, new in new_files.items() if set(new) <= set(ids)]
+        assert holding <= set(pieces) and len(pieces) == -(-size[old] // 32_000), old
+        rows = [len(new_files[p]) for p in pieces]
+        assert max(rows) - min(rows) <= 1, rows   # equal runs of rows
+    # two tasks wrote them all (part-<task>-...), each day's files from one task per group
+    tasks = {os.path.basename(p).split("-")[1] for p in new_files}
+    assert len(tasks) == 2, sorted(new_files)
+
+
 def _days_of_small_files_and_one_big(spark, schema):
     """Five days of four small files each, and a sixth day holding one large file."""
     table = TableRef(schema, "mixed")
@@ -514,9 +553,10 @@ def _days_of_small_files_and_one_big(spark, schema):
 def test_compaction_reads_each_packed_group_in_one_task_and_splits_big_files_apart(
         spark, schema, monkeypatch, one_task_scan):
     """Groups that become one file are written by tasks that read their files themselves
-    (no shuffle); when Spark would not plan such a scan as one task, they are rewritten
-    through the shuffle instead. Either way every row stays, in its file's order, and each
-    day gets its planned files, beside the big file's split in a job of its own."""
+    (no shuffle), and so is the big file's split, by rows, in a job of its own; when Spark
+    would not plan such a scan as one task, both jobs are rewritten through the shuffle
+    instead. Either way every row stays, in its file's order, and each day gets its
+    planned files."""
     from python_adapter.spark.services import cluster_exec
     if one_task_scan == "refused":  # a split bound Spark cannot pack a file list under
         monkeypatch.setattr(cluster_exec, "_ONE_TASK_SCAN",
@@ -542,8 +582,10 @@ def test_compaction_reads_each_packed_group_in_one_task_and_splits_big_files_apa
     assert len(per_day["2025-02-06"]) == -(-big_size // 100_000)
     assert _kept_in_file_order(old_files, new_files)
     fell_back = [m for m in lines if "rewriting with a shuffle instead" in m]
-    assert len(fell_back) == (1 if one_task_scan == "refused" else 0), lines
-    assert sum(m.startswith("compacting ") for m in lines) == 2, lines  # two jobs
+    assert len(fell_back) == (2 if one_task_scan == "refused" else 0), lines
+    jobs = [m for m in lines if m.startswith("compacting ")]
+    assert [j.rsplit(", ", 1)[1] for j in jobs] == \
+        ["whole files per task", "a group per task"], lines
 
 
 def test_compaction_with_a_partition_the_table_does_not_have_changes_nothing(spark, schema,
