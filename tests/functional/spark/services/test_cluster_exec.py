@@ -497,6 +497,49 @@ def test_compaction_splits_oversized_files_and_keeps_to_the_partitions_asked(spa
     assert _kept_in_file_order(old_files, new_files)
 
 
+def _big_files_two_in_a_day(spark, schema, name):
+    """Three days of one big file each (~120 kB), and a second big file in the first day."""
+    table = TableRef(schema, name)
+    cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
+                        "target_file_size": "1MB", "small_file_limit": 0,
+                        "distribution": "exact"})
+    write_dataframe(spark, arrivals(spark, 0, rows=36000, days=3), table, cfg, **QUIET)
+    write_dataframe(spark, arrivals(spark, 1, rows=12000, days=1), table, cfg, **QUIET)
+    return table
+
+
+@pytest.mark.parametrize("point", ["clustering_staged", "publish:2", "published", "completed"])
+def test_a_crash_in_a_compaction_cutting_groups_by_rows_in_their_tasks_loses_nothing(
+        spark, schema, point, monkeypatch):
+    """A compaction whose groups are each read and cut by one task (no shuffle), killed
+    after its files are staged or while they are published: recovery leaves exactly the
+    rows, and the next run splits every file into its planned files."""
+    table = _big_files_two_in_a_day(spark, schema, "crashcut")
+    fs = HadoopFS(spark)
+    location = fs.qualify(describe_table(spark, table).location)
+    before = all_rows(spark, schema, "crashcut")
+    planned = sum(-(-os.path.getsize(p) // 32_000) for p in parquet_files(local_dir(location)))
+    expected = sorted(((r[0], r[6]) for r in before), key=repr)
+    monkeypatch.setenv("SIZED_SPARK_FAULT", point)
+    faults.reset()
+    lines = []
+    with pytest.raises(faults.InjectedCrash):
+        run_compaction(spark, table, {"target_file_size": "32KB"}, log=lines.append)
+    assert any(m.endswith("in file order, a group per task") for m in lines), lines
+    monkeypatch.delenv("SIZED_SPARK_FAULT")
+    lock.forget_held_locks()  # as a dead process: its locks are held by no one
+    faults.reset()
+    recover_table(spark, table, **QUIET)
+    assert duckdb_rows(local_dir(location), ["id", "tag"]) == expected
+    run_compaction(spark, table, {"target_file_size": "32KB"}, **QUIET)
+    assert all_rows(spark, schema, "crashcut") == before
+    assert duckdb_rows(local_dir(location), ["id", "tag"]) == expected
+    files = files_by_partition(spark, schema, "crashcut")
+    assert sum(len(f) for f in files.values()) == planned > 4   # each file split as planned
+    assert all(f.bytes < 1.25 * 32_000 for day in files.values() for f in day)
+    assert not scheduled_plans(Timeline(fs, location))
+
+
 def test_compaction_cuts_groups_packed_into_tasks_by_rows_each_file_from_one_task(
         spark, schema, monkeypatch):
     """Groups cut by rows (here each a big file split apart) are read whole by one task
@@ -505,12 +548,7 @@ def test_compaction_cuts_groups_packed_into_tasks_by_rows_each_file_from_one_tas
     stays, in its file's order, and each file is split into its planned files."""
     from python_adapter.spark.services import cluster_exec
     monkeypatch.setattr(cluster_exec, "TASKS_PER_CORE", 1)   # 2 cores: two tasks
-    table = TableRef(schema, "split4")
-    cfg = parse_config({"partition_by": ["day"], "incremental_strategy": "insert",
-                        "target_file_size": "1MB", "small_file_limit": 0,
-                        "distribution": "exact"})
-    write_dataframe(spark, arrivals(spark, 0, rows=36000, days=3), table, cfg, **QUIET)
-    write_dataframe(spark, arrivals(spark, 1, rows=12000, days=1), table, cfg, **QUIET)
+    table = _big_files_two_in_a_day(spark, schema, "split4")
     fs = HadoopFS(spark)
     directory = local_dir(fs.qualify(describe_table(spark, table).location))
     before, old_files = all_rows(spark, schema, "split4"), _rows_by_file(directory)
