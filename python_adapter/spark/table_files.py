@@ -66,11 +66,14 @@ def rows_per_file(spark: SparkSession, location: str, rel_paths: Sequence[str]) 
 
 def with_file_values(spark: SparkSession, df: DataFrame, pcols: Sequence[str],
                      value_of_file: Mapping[str, Union[int, Tuple[int, ...]]],
-                     column: Union[str, Tuple[str, ...]]) -> DataFrame:
+                     column: Union[str, Tuple[str, ...]],
+                     file_name: Optional[str] = None) -> DataFrame:
     """Rows of df (read by read_files) with a long `column` (or several) set per file from
     value_of_file {rel path: value (or a tuple, one per column)}; rows of other files are
     dropped. A broadcast join on (partition values, file name), since file names repeat
-    across partitions, rather than a branch per file in one expression."""
+    across partitions, rather than a branch per file in one expression. file_name: a column
+    of df holding each row's file name (a union of scans has no _metadata: each scan adds
+    it); None: _metadata.file_name."""
     n = len(pcols)
     columns = (column,) if isinstance(column, str) else tuple(column)
     rows = [tuple(text for _, text in parse_partition_path(os.path.dirname(rel)))
@@ -81,9 +84,7 @@ def with_file_values(spark: SparkSession, df: DataFrame, pcols: Sequence[str],
     files = local_table(spark, names, rows).select(
         *[F.col(f"__sized_t{i}").cast(df.schema[c].dataType).alias(f"__sized_p{i}")
           for i, c in enumerate(pcols)], "__sized_fname", *columns)
-    # a union has no _metadata: its scans name their files themselves (a column of the name)
-    named = df if "__sized_name" in df.columns \
-        else df.withColumn("__sized_name", F.col("_metadata.file_name"))
+    named = df.withColumn("__sized_name", F.col(file_name or "_metadata.file_name"))
     files = F.broadcast(files)
     cond = named["__sized_name"] == files["__sized_fname"]
     for i, c in enumerate(pcols):

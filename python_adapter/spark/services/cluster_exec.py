@@ -768,8 +768,8 @@ def read_per_task(spark: SparkSession, location: str, schema: Optional[StructTyp
         .drop("__sized_file", "__sized_row")
 
 
-# Where a row is read from, for with_file_values and _with_runs on a union (a union has no
-# _metadata column: each scan adds them before it)
+# Where a row is read from, for _with_runs (a union of scans has no _metadata column: each
+# scan adds these before it)
 _FILE_AND_ROW = {"__sized_name": "file_name", "__sized_row": "row_index"}
 
 
@@ -779,13 +779,18 @@ def scan_per_task(spark: SparkSession, location: str, schema: Optional[StructTyp
     """A union of one scan per list of files, planned as one task each under
     _ONE_TASK_SCAN: task i reads task_files[i]. metadata: {column: field of _metadata}
     each scan adds."""
-    reads = [read_files(spark, location, schema, paths) for paths in task_files]
-    reads = [read.select("*", *[F.col(f"_metadata.{field}").alias(name)
-                                for name, field in metadata.items()]) for read in reads]
+    reads = [_with_metadata(read_files(spark, location, schema, paths), metadata)
+             for paths in task_files]
     union = reads[0]
     for more in reads[1:]:
         union = union.union(more)
     return union
+
+
+def _with_metadata(read: DataFrame, metadata: Mapping[str, str]) -> DataFrame:
+    """A scan's rows with {column: field of _metadata} added."""
+    return read.select("*", *[F.col(f"_metadata.{field}").alias(name)
+                              for name, field in metadata.items()])
 
 
 def in_file_order(spark: SparkSession, df: DataFrame, groups: Mapping[str, Sequence[FileEntry]],
@@ -800,7 +805,8 @@ def in_file_order(spark: SparkSession, df: DataFrame, groups: Mapping[str, Seque
     tasks, first = packing
     keys = local_table(spark, [("__sized_task", "bigint"), ("__sized_route", "bigint")],
                        list(enumerate(routing_keys(tasks))))
-    keyed = _with_runs(spark, df, groups, outputs, (pcols, location), first)
+    keyed = _with_runs(spark, _with_metadata(df, _FILE_AND_ROW), groups, outputs,
+                       (pcols, location), first)
     routed = (keyed.withColumn("__sized_task", F.pmod(F.col("__sized_run"), F.lit(tasks))
                                .cast("bigint"))
               .join(F.broadcast(keys), "__sized_task"))
@@ -828,7 +834,7 @@ def runs_per_group(spark: SparkSession, union: DataFrame,
 
 def _with_runs(spark, df, groups: Mapping[str, Sequence[FileEntry]], outputs: Mapping[str, int],
                where: Tuple[Sequence[str], str], first: Mapping[str, int]) -> DataFrame:
-    """df's rows of the groups' files with their run, `__sized_run` = first[g] + k for run k
+    """df's rows (with _FILE_AND_ROW's columns) of the groups' files with their run, `__sized_run` = first[g] + k for run k
     of the outputs[g] equal runs a group's rows are cut into, counted through its files in
     their order and each file's rows in their order in it (_metadata.row_index); and
     `__sized_file`, `__sized_row` (the file's index, the row's in it) to keep that order.
@@ -845,10 +851,9 @@ def _with_runs(spark, df, groups: Mapping[str, Sequence[FileEntry]], outputs: Ma
         for f in groups[g]:
             cuts[f.path] = (len(cuts), offset, outputs[g], total, first[g])
             offset += rows_of[f.path]
-    if "__sized_row" not in df.columns:   # a union's scans added it (scan_per_task)
-        df = df.withColumn("__sized_row", F.col("_metadata.row_index"))
-    keyed = with_file_values(spark, df, pcols, cuts, ("__sized_file", "__sized_offset", "__sized_n",
-                                           "__sized_total", "__sized_first"))
+    keyed = with_file_values(spark, df, pcols, cuts, ("__sized_file", "__sized_offset",
+                                                      "__sized_n", "__sized_total",
+                                                      "__sized_first"), "__sized_name")
     position = F.col("__sized_offset") + F.col("__sized_row")
     run = F.floor(position * F.col("__sized_n") / F.col("__sized_total"))
     return keyed.withColumn("__sized_run", (F.col("__sized_first") + run).cast("bigint"))
