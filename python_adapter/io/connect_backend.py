@@ -9,6 +9,7 @@ from python_adapter.io.connect_catalog import ConnectCatalog
 from python_adapter.io.connect_client import RemoteError, call
 from python_adapter.io.connect_fs import ConnectFS
 from python_adapter.io.connect_retries import server_gone
+from python_adapter.io.fast_local_fs import decode_fields, encode_fields
 from python_adapter.io.session_backend import footer_rows
 
 # The job tag of this thread's jobs, per session: the one we added, so that setting the
@@ -62,6 +63,13 @@ class ConnectFooters:
             return str(call(self.spark, "plan.bloom_probe", on=keyed, files=files, key=key))
         except RemoteError:
             return None
+
+    def plain_columns(self, files: Sequence[str]) -> Optional[List[str]]:
+        try:
+            text = call(self.spark, "fs.plain_columns", files=encode_fields(files))
+        except RemoteError:
+            return None
+        return [name for (name,) in decode_fields(str(text), 1)]
 
 
 class ConnectSession:

@@ -1,10 +1,11 @@
 """What the engine reads of Parquet footers without a Spark job: rows and key range of
-staged files, and the answers of files' Bloom filters to a batch's keys. Each call goes to
+staged files, the answers of files' Bloom filters to a batch's keys, and which columns
+files hold no dictionary for. Each call goes to
 the session's backend (io/session_backend.SessionFooters, io/connect_backend.ConnectFooters);
 `None` means the caller reads the files with a Spark job, which spreads the footer reads
 over the executors.
 """
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Sequence
 
 from pyspark.sql import SparkSession
 
@@ -31,3 +32,9 @@ def bloom_probe(spark: SparkSession, keyed: Any, files: str, key: str) -> Option
     may hold, '2' cannot tell. The keys stay in the JVM (collected there, deduplicated);
     None when the probe failed (e.g. a jar built against another Parquet: read them all)."""
     return backend(spark).footers.bloom_probe(keyed, files, key)
+
+
+def plain_columns(spark: SparkSession, files: Sequence[str]) -> Optional[List[str]]:
+    """The top-level columns none of `files` (qualified URIs) holds a dictionary page for in
+    any row group, or None when the footers cannot be read here."""
+    return backend(spark).footers.plain_columns(files)

@@ -5,7 +5,7 @@ import re
 from typing import Any, List, Optional, Sequence, Tuple
 
 from python_adapter.io.interfaces import Backend, PlanStats, StagedFooter
-from python_adapter.io.fast_local_fs import decode_fields, jar_loaded
+from python_adapter.io.fast_local_fs import decode_fields, encode_fields, jar_loaded
 from python_adapter.io.fs import HadoopFS, local_path
 from python_adapter.io.jvm_errors import Py4JJavaError
 from python_adapter.io.session_catalog import SessionCatalog
@@ -91,6 +91,17 @@ class SessionFooters:
                 self.spark.sparkContext._jsc.hadoopConfiguration(), files, key, keys))
         except Py4JJavaError:
             return None
+
+    def plain_columns(self, files: Sequence[str]) -> Optional[List[str]]:
+        jvm = self.spark.sparkContext._jvm
+        if not jar_loaded(jvm):
+            return None
+        try:
+            text = jvm.sizedspark.fs.Dictionaries.plainColumns(
+                self.spark.sparkContext._jsc.hadoopConfiguration(), encode_fields(files))
+        except Py4JJavaError:  # e.g. a file gone meanwhile: parquet-mr's defaults then
+            return None
+        return [name for (name,) in decode_fields(str(text), 1)]
 
 
 def footer_rows(text: Any) -> List[StagedFooter]:

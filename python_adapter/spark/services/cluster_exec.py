@@ -43,6 +43,7 @@ from python_adapter.core.routing import routing_keys
 from python_adapter.core.sizes import count_of, format_duration, format_size, parse_duration
 from python_adapter.errors import ConfigError, WriteError
 from python_adapter.spark.write.bloom import recorded_key, write_options
+from python_adapter.spark.write.encodings import dictionary_options
 from python_adapter.spark.catalog.tables import TableRef
 from python_adapter.spark.services.curve_keys import (CurveKey, Sampling, cell_column,
                                                      group_cell_column, with_curve_key)
@@ -617,7 +618,9 @@ def _write_job(locked, plan, job: _Job, where) -> List[Dict[str, str]]:
                f"{group_count(plan)}: {count_of(len(rel_paths), 'file')} -> {total}, {how}")
     # the schema as Spark reads the table, from its description (no lookup per job)
     schema = locked.info.read_schema or spark.table(locked.name).schema
-    options = _bloom_options(locked, plan, rel_paths)
+    options = {**_bloom_options(locked, plan, rel_paths),
+               **dictionary_options(spark, locked.proto.location,
+                                    [f for g in groups for f in groups[g]])}
     if job.runs and _write_aligned(locked, job, schema, (out, options)):
         return job.tasks
     if job.whole_groups and strategy == COMPACTION:

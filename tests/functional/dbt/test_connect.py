@@ -117,6 +117,26 @@ print("OK")
     assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stderr[-3000:]
 
 
+def test_which_columns_files_hold_no_dictionary_for_is_read_in_the_server(server):
+    """The footers a rewrite chooses its encodings from are read where the storage is."""
+    url, state = server
+    out = str(state / "encodings")
+    code = f"""
+import glob
+from pyspark.sql import SparkSession
+from python_adapter.io.footers import plain_columns
+s = SparkSession.builder.remote({url!r}).create()
+s.sql("select id, concat('k-', id % 4) as kind from range(12000)").coalesce(1) \\
+    .write.parquet({out!r})
+files = ["file://" + p for p in glob.glob({out!r} + "/*.parquet")]
+assert len(files) == 1 and plain_columns(s, files) == ["id"], plain_columns(s, files)
+print("OK")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+    assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stderr[-3000:]
+
+
 def test_a_commit_under_a_service_lock_is_fenced_by_the_writer_lock_in_the_server(server):
     """A compaction holds cluster.lock and takes the writer lock for each commit: once
     another writer has broken the writer lock, the server refuses the commit's next change,

@@ -1,11 +1,11 @@
 """Staged files' rows and key ranges from their footers (python_adapter/footers.py) agree
-with what a Spark job reading the files finds."""
+with what a Spark job reading the files finds; which columns files hold no dictionary for."""
 import os
 
 import pytest
 
 from python_adapter.io.fast_local_fs import decode_fields
-from python_adapter.io.footers import staged_footers
+from python_adapter.io.footers import plain_columns, staged_footers
 from python_adapter.io.fs import HadoopFS
 from python_adapter.spark.table_files import read_files
 from python_adapter.spark.table_files import file_stats
@@ -80,6 +80,28 @@ def test_a_key_column_named_in_another_case_is_found(spark, tmp_path):
 
 def test_other_filesystems_are_left_to_a_spark_job(spark):
     assert staged_footers(spark, "hdfs://nn:8020/warehouse/t/.sized/staging/1", "id") is None
+
+
+def test_columns_no_file_holds_a_dictionary_for_are_named(spark, tmp_path):
+    """A column is named only when no row group of any file has a dictionary page for it:
+    kind has one in the first file, none in the second (written without)."""
+    rows = "select id, concat('k-', id % 4) as kind, sha2(cast(id as string), 256) as pad " \
+           "from range(6000)"
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    conf.set("parquet.block.size", "65536")  # several row groups per file
+    try:
+        spark.sql(rows).coalesce(1).write.parquet(str(tmp_path / "a"))
+        conf.set("parquet.enable.dictionary#kind", "false")
+        spark.sql(rows).coalesce(1).write.parquet(str(tmp_path / "b"))
+    finally:
+        conf.unset("parquet.block.size")
+        conf.unset("parquet.enable.dictionary#kind")
+    fs = HadoopFS(spark)
+    a, b = ([fs.qualify(str(p)) for p in (tmp_path / d).glob("*.parquet")] for d in "ab")
+    assert max(_row_groups(spark, u) for u in a + b) > 1
+    assert plain_columns(spark, a + b) == ["id", "pad"]
+    assert plain_columns(spark, b) == ["id", "kind", "pad"]
+    assert plain_columns(spark, a + [fs.qualify(str(tmp_path / "gone.parquet"))]) is None
 
 
 def test_fields_are_length_prefixed_in_code_points():

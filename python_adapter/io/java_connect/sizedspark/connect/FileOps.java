@@ -137,6 +137,8 @@ final class FileOps {
         return sizedspark.fs.StagedFiles.scan(conf, op.path("path").asText(),
             op.path("key").isNull() || op.path("key").isMissingNode() ? null
                 : op.path("key").asText());
+      case "plain_columns":
+        return sizedspark.fs.Dictionaries.plainColumns(conf, op.path("files").asText());
       default:
         throw new IllegalArgumentException("unknown file operation: " + name);
     }
