@@ -4,8 +4,8 @@ parquet-mr builds a dictionary for every column and, at a column's first page, k
 only when the dictionary and its indices are smaller than the plain values (its size
 check); otherwise it encodes the page's values again, plain, and writes the rest plain.
 For columns of unique or near-unique values (ids, timestamps, free text) that is the
-dictionary's hashing and a second encoding paid for nothing: ~30% of a compaction's time
-on the peer benchmarks' table. A rewrite (compaction, clustering) reads files whose
+dictionary's hashing and a second encoding paid for nothing: ~20% of the task threads'
+time in a profile of a compaction of the peer benchmarks' table. A rewrite (compaction, clustering) reads files whose
 footers already record the outcome, so a column none of them kept a dictionary for is
 written without one: the same encodings, without the work.
 """

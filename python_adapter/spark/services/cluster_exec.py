@@ -837,10 +837,11 @@ def runs_per_group(spark: SparkSession, union: DataFrame,
 
 def _with_runs(spark, df, groups: Mapping[str, Sequence[FileEntry]], outputs: Mapping[str, int],
                where: Tuple[Sequence[str], str], first: Mapping[str, int]) -> DataFrame:
-    """df's rows (with _FILE_AND_ROW's columns) of the groups' files with their run, `__sized_run` = first[g] + k for run k
-    of the outputs[g] equal runs a group's rows are cut into, counted through its files in
-    their order and each file's rows in their order in it (_metadata.row_index); and
-    `__sized_file`, `__sized_row` (the file's index, the row's in it) to keep that order.
+    """df's rows (with _FILE_AND_ROW's columns) of the groups' files with their run,
+    `__sized_run` = first[g] + k for run k of the outputs[g] equal runs a group's rows are
+    cut into, counted through its files in their order and each file's rows in their order
+    in it (_metadata.row_index); and `__sized_file`, `__sized_row` (the file's index, the
+    row's in it) to keep that order.
     Rows per file come from the timeline; a file whose count is unknown is counted first."""
     pcols, location = where
     files = [f for g in sorted(groups) for f in groups[g]]
