@@ -1,7 +1,8 @@
 """The benchmarks still run: every script parses its defaults, and upsert.py (backfill.py's
 table written by the engine, then batches by ours and by dbt-spark's append and
 insert_overwrite: the write path, the baselines and the report, which most scripts share
-through benchmarks/lib) runs end to end at a tiny size in its own process, as a user runs it, and writes its report. One run,
+through benchmarks/lib) runs end to end at a tiny size in its own process, as a user runs it, and writes its report
+(marked extended: SIZED_EXTENDED=1). One run,
 not one a script: each costs a JVM start and minutes of CI.
 
 What each script calls in the engine is checked statically for every script as well: mypy
@@ -38,6 +39,9 @@ RUNS = [
 ]
 
 
+# extended (about 3.5 minutes of CI): the engine calls every script makes are checked by the type
+# checker in CI (above), and the defaults of every script by the test above
+@pytest.mark.extended
 @pytest.mark.parametrize("name,arguments,written", RUNS, ids=[r[0] for r in RUNS])
 def test_a_benchmark_runs_end_to_end_at_a_tiny_size(name, arguments, written, tmp_path):
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO),

@@ -58,6 +58,9 @@ def test_upsert_crash_recovery_and_clustering_over_connect(server, tmp_path):
                                          state, "connect")
 
 
+# extended: the project's models are built on the session in test_dbt_project.py, and over
+# Connect a sized write is the upsert scenario's above (about 4 minutes of CI)
+@pytest.mark.extended
 def test_integration_project_over_connect(server, tmp_path):
     """dbt's own views, tables, seeds, tests and incrementals and every sized model of the
     integration project, built once, with its data tests (each source row once, files
@@ -298,6 +301,9 @@ def test_a_dead_clients_job_still_running_on_the_server_is_stopped_before_recove
         sorted(str(p) for p in staging.rglob("*"))
 
 
+# extended: a cluster is test_dbt_project.py's (the embedded session's), Connect the module
+# server's; both together cost about 3 minutes of CI
+@pytest.mark.extended
 def test_upsert_on_a_standalone_cluster_through_connect(tmp_path):
     """The Connect server drives scripts/spark_cluster.sh's cluster (its executors in their
     own JVMs): a sized full build and an upsert from a dbt client that sees neither the
@@ -356,6 +362,9 @@ def _expected_snapshot(states):
     return total, len(current)
 
 
+# extended: snapshots and microbatch run on the session (tests/adapter, test_dbt_project.py) and
+# go through the same engine calls over Connect as the upsert scenario above
+@pytest.mark.extended
 def test_snapshots_and_microbatch_over_connect(server, tmp_path):
     """dbt snapshot through the engine (three states of the source: updates, new keys,
     deleted keys invalidated) and a microbatch window and its rerun, over Connect: the
@@ -470,6 +479,9 @@ def _files_figures(directory):
     return f"{sum(p.stat().st_size for p in directory.rglob('*.parquet'))} bytes"
 
 
+# extended: deletes, precombine, adoption and the services run on the session (tests/functional/
+# spark, test_dbt_project.py); over Connect their file operations are the upsert scenario's
+@pytest.mark.extended
 def test_deletes_precombine_adoption_and_the_services_over_connect(server, tmp_path):
     """What the other scenarios leave out, over Connect: a dbt-spark table adopted by its
     first compaction, a merge with deletes and precombine whose client dies (kill -9) while

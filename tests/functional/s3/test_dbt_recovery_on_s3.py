@@ -85,6 +85,9 @@ def over_connect(s3_server, tmp_path_factory):
     return steps
 
 
+# extended: the server's writes on S3 are the engine's S3 path, which the session's scenarios
+# above and test_table_on_s3.py run, over Connect (test_connect.py): about 4 minutes of CI
+@pytest.mark.extended
 def test_over_connect_the_server_writes_and_upserts_on_s3(over_connect, s3_server):
     for step in over_connect:
         assert step.returncode == 0, step.stdout[-4000:]
