@@ -46,12 +46,13 @@ if [ -n "${PYSPARK:-}" ]; then
   # write path's, the catalog's and the filesystem's Spark calls, which this run covers, and
   # add none of their own (pyspark 4's run keeps them).
   IGNORED+=(--ignore=tests/functional/spark/services --ignore=tests/functional/report)
-  # Nor the table layer's commits and locks, a damaged timeline, the writers' locking and
-  # the jobs' descriptions (tests/functional/table, spark/test_{unreadable_timeline,locking,
-  # job_descriptions,describes}.py): what they check is the table layer's or our wording,
-  # the same on either Spark, over the write path's Spark calls, which this run covers
+  # Nor the table layer's commits and locks, a damaged timeline, the writers' locking, the
+  # jobs' descriptions and the readers of the files (tests/functional/table, spark/test_{
+  # unreadable_timeline,locking,job_descriptions,describes,readers,table_files}.py): what
+  # they check is the table layer's, our wording or the files, the same on either Spark,
+  # over the write path's Spark calls, which this run covers
   IGNORED+=(--ignore=tests/functional/table)
-  for module in unreadable_timeline locking job_descriptions describes; do
+  for module in unreadable_timeline locking job_descriptions describes readers table_files; do
     IGNORED+=(--ignore="tests/functional/spark/test_$module.py")
   done
   # Nor S3: pyspark 3.5's Hadoop (3.3.4) has no conditional writes, so the engine refuses
@@ -77,11 +78,11 @@ else
   jars=$!
   pytest "${WORKERS[@]}" --ignore=tests/functional/s3 "${TIER[@]}"
   wait "$jars" || { cat "$VENV/s3a-jars.log"; exit 1; }
-  # Their modules longest first (~380, ~330, ~260 and ~160 s of module fixtures and tests
-  # by the last CI's durations, without the extended Connect scenario), so the two workers
-  # end within a minute of each other. A module not named here runs after them
-  S3=(tests/functional/s3/test_dbt_on_s3.py tests/functional/s3/test_dbt_recovery_on_s3.py
-      tests/functional/s3/test_table_on_s3.py tests/functional/s3/test_crashes_on_s3.py)
+  # Their modules longest first (~330, ~260, ~140 and ~160 s of module fixtures and tests
+  # by the last CI's durations, without the extended scenarios), so the two workers end
+  # within a minute or two of each other. A module not named here runs after them
+  S3=(tests/functional/s3/test_dbt_recovery_on_s3.py tests/functional/s3/test_table_on_s3.py
+      tests/functional/s3/test_dbt_on_s3.py tests/functional/s3/test_crashes_on_s3.py)
   for module in tests/functional/s3/test_*.py; do
     [[ " ${S3[*]} " == *" $module "* ]] || S3+=("$module")
   done

@@ -60,6 +60,10 @@ def integration(s3_server, tmp_path_factory):
                       short_jvm=False, env_extra=_env(s3_server))[0]
 
 
+# extended (about 4 minutes of CI): dbt's views, tables and incrementals are the integration
+# project's on local disk (test_dbt_project.py); on S3 a table, a Python model, an upsert and
+# a snapshot (below), and every engine step (test_table_on_s3.py)
+@pytest.mark.extended
 def test_the_integration_project_builds_on_s3_with_its_tests(integration):
     assert integration.returncode == 0, integration.stdout[-4000:]
     assert "Completed successfully" in integration.stdout and "ERROR=0" in integration.stdout
