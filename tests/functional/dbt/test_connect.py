@@ -250,6 +250,11 @@ def _assert_dead_clients_session_ended(out):
     assert not re.search(r"jobs? still running", out), out[-3000:]
 
 
+# extended: its kill is timed (8 s after the instant is requested, into jobs meant to take
+# half a minute), and in a local CI on a loaded machine the second client's run finished in
+# 7.7 s, before its kill; a client killed mid-publish and recovered over Connect is the
+# upsert scenario's above. To be made CI-safe by a fault point inside the running jobs.
+@pytest.mark.extended
 def test_a_dead_clients_job_still_running_on_the_server_is_stopped_before_recovery(
         server, tmp_path):
     """A dbt client dies (kill -9) eight seconds into an upsert whose Spark jobs take about
