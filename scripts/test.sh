@@ -55,6 +55,14 @@ if [ -n "${PYSPARK:-}" ]; then
   for module in unreadable_timeline locking job_descriptions describes readers table_files; do
     IGNORED+=(--ignore="tests/functional/spark/test_$module.py")
   done
+  # Nor, of the write path, the Bloom filters, constraints, definition changes, measuring,
+  # encodings and the small-batch plan, nor the metastore's statistics: their Spark calls
+  # (DataFrame reads and writes, SQL, Parquet options, the catalog) are those the writer's,
+  # the upsert's, the snapshot's, the partition values' and the catalog's tests make here
+  for module in write/test_bloom write/test_constraints write/test_definitions \
+      write/test_measure write/test_encodings write/test_small_batch catalog/test_metastore_stats; do
+    IGNORED+=(--ignore="tests/functional/spark/$module.py")
+  done
   # Nor S3: pyspark 3.5's Hadoop (3.3.4) has no conditional writes, so the engine refuses
   # S3 there (the refusal's wording is a unit test)
   IGNORED+=(--ignore=tests/functional/s3)
