@@ -23,9 +23,10 @@ export SPARK_LOCAL_IP=127.0.0.1
 # is never held by two workers at once. Modules go out in the order of collection (no
 # reordering), so each worker runs its modules in the order a serial run would.
 WORKERS=(-n "${SIZED_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder)
-# The scenarios marked extended (pytest.ini) repeat a path another test runs, on another
-# deployment (Connect, a cluster, S3): the whole suite and the pyspark 3.5 run leave them out
-# unless SIZED_EXTENDED=1 (CI time); named on the command line they run
+# The tests marked extended (pytest.ini: a path another test runs, repeated on another
+# deployment or at more kill points, a benchmark end to end, a timed kill): the whole suite
+# and the pyspark 3.5 run leave them out unless SIZED_EXTENDED=1 (CI time); with the
+# pyspark 4 venv and arguments (`bash scripts/test.sh tests/...`) they run
 TIER=()
 [ -z "${SIZED_EXTENDED:-}" ] && TIER=(-m "not extended")
 # dbt end to end on pyspark 3.5 and dbt-core 1.11 too: Python models (dbt 1.11 words a
@@ -50,17 +51,16 @@ if [ -n "${PYSPARK:-}" ]; then
   # jobs' descriptions and the readers of the files (tests/functional/table, spark/test_{
   # unreadable_timeline,locking,job_descriptions,describes,readers,table_files}.py): what
   # they check is the table layer's, our wording or the files, the same on either Spark,
-  # over the write path's Spark calls, which this run covers
-  IGNORED+=(--ignore=tests/functional/table)
-  for module in unreadable_timeline locking job_descriptions describes readers table_files; do
-    IGNORED+=(--ignore="tests/functional/spark/test_$module.py")
-  done
+  # over the write path's Spark calls, which this run covers.
   # Nor, of the write path, the Bloom filters, constraints, definition changes, measuring,
   # encodings and the small-batch plan, nor the metastore's statistics: their Spark calls
   # (DataFrame reads and writes, SQL, Parquet options, the catalog) are those the writer's,
   # the upsert's, the snapshot's, the partition values' and the catalog's tests make here
-  for module in write/test_bloom write/test_constraints write/test_definitions \
-      write/test_measure write/test_encodings write/test_small_batch catalog/test_metastore_stats; do
+  IGNORED+=(--ignore=tests/functional/table)
+  for module in test_unreadable_timeline test_locking test_job_descriptions test_describes \
+      test_readers test_table_files write/test_bloom write/test_constraints \
+      write/test_definitions write/test_measure write/test_encodings write/test_small_batch \
+      catalog/test_metastore_stats; do
     IGNORED+=(--ignore="tests/functional/spark/$module.py")
   done
   # Nor S3: pyspark 3.5's Hadoop (3.3.4) has no conditional writes, so the engine refuses
