@@ -10,14 +10,13 @@ import sys
 
 import pytest
 
+from benchmarks.lib.session import free_port
 from tests.functional.dbt.test_dbt_project import (REPO, _dbt_log, _dbt_steps, _plain,
                                                    upsert_crash_recovery_and_clustering)
 from tests.functional.dbt.test_python_models import (check_builds, check_failures,
                                                      python_project, python_runs)
 from tests.functional.dbt_connect import connect_server, drop_schema
 from tests.functional.readers import duckdb_rows, polars_rows, pyarrow_rows
-
-PORT = "15102"
 
 
 def _unshare_works():
@@ -36,7 +35,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     state = tmp_path_factory.mktemp("connect")
-    with connect_server(state, PORT) as (url, _warehouse):
+    with connect_server(state, str(free_port())) as (url, _warehouse):
         yield url, state
 
 
@@ -190,10 +189,11 @@ def test_a_server_without_the_extension_fails_the_model_naming_what_to_add(tmp_p
     spark_home = os.path.dirname(__import__("pyspark").__file__)
     state = tmp_path / "bare"
     state.mkdir()
+    port = free_port()  # a fixed one was another module's server's, on the other worker
     server = subprocess.Popen(
         [f"{spark_home}/bin/spark-submit", "--class",
          "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[1]",
-         "--conf", "spark.connect.grpc.binding.port=15103",
+         "--conf", f"spark.connect.grpc.binding.port={port}",
          "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
          "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1",
          "--conf", f"spark.sql.warehouse.dir={state}/warehouse",
@@ -206,11 +206,11 @@ def test_a_server_without_the_extension_fails_the_model_naming_what_to_add(tmp_p
         import time
         for _ in range(120):
             try:
-                socket.create_connection(("127.0.0.1", 15103), timeout=1).close()
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             except OSError:
                 time.sleep(1)
-        SERVER.update(warehouse=str(state / "warehouse"), port="15103")
+        SERVER.update(warehouse=str(state / "warehouse"), port=str(port))
         project = _project(tmp_path, "tests/functional/dbt_mini")
         (run,) = _dbt_steps(project, state, "connect", ["run", "--select", "orders"])
         assert run.returncode != 0
@@ -326,7 +326,7 @@ def test_upsert_on_a_standalone_cluster_through_connect(tmp_path):
     try:
         os.environ["SIZED_CONNECT_MASTER"] = "spark://127.0.0.1:7277"
         try:
-            with connect_server(tmp_path / "connect", "15104") as (_url, warehouse):
+            with connect_server(tmp_path / "connect", str(free_port())) as (_url, warehouse):
                 project = _project(tmp_path, "tests/functional/dbt_mini")
                 first, second = _dbt_steps(
                     project, tmp_path / "connect", "connect", ["build", "--select", "orders+"],

@@ -20,6 +20,7 @@ import pytest
 import yaml
 from dbt.version import __version__ as DBT_VERSION
 
+from benchmarks.lib.session import free_port
 from tests.functional.dbt.test_dbt_project import DBT, _plain
 from tests.functional.helpers import SHORT_JVM
 from tests.functional.readers import duckdb_rows
@@ -86,13 +87,6 @@ def _write_profile(profiles_dir, name, target):
     (profiles_dir / "profiles.yml").write_text(yaml.safe_dump(profile))
 
 
-def _free_port():
-    """A port of 127.0.0.1 nobody listens on (the kernel's pick, closed again)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def adapter_number(tmp_path_factory):
     """The number `dbt init` gives sized_spark in its list of the installed adapters (it
@@ -124,7 +118,7 @@ def connect_init(tmp_path_factory, adapter_number):
     listens and a bound of 2 s, 1 retry; dbt init's own debug (dbt-core 1.12) fails."""
     root = tmp_path_factory.mktemp("connect")
     profiles = root / "profiles"
-    url = f"sc://127.0.0.1:{_free_port()}"
+    url = f"sc://127.0.0.1:{free_port()}"
     init = _dbt(root, "init", "remote", "--profiles-dir", str(profiles),
                 answers=f"{adapter_number}\n2\n{url}\n{CONNECT_TIMEOUT}\n{CONNECT_RETRIES}\n\n\n")
     return SimpleNamespace(init=init, url=url, project=root / "remote", profiles=profiles)
