@@ -86,12 +86,11 @@ else
   jars=$!
   pytest "${WORKERS[@]}" --ignore=tests/functional/s3 "${TIER[@]}"
   wait "$jars" || { cat "$VENV/s3a-jars.log"; exit 1; }
-  # Their modules longest first (~390, ~335, ~145 and ~115 s of module fixtures and tests
-  # in a local run without the extended scenarios: 593 s in all with the first two the
-  # other way round), so the two workers end within a minute of each other. A module not
-  # named here runs after them
-  S3=(tests/functional/s3/test_table_on_s3.py tests/functional/s3/test_dbt_recovery_on_s3.py
-      tests/functional/s3/test_dbt_on_s3.py tests/functional/s3/test_crashes_on_s3.py)
+  # Their modules longest first (~390, ~145 and ~115 s of module fixtures and tests in a
+  # local run; test_dbt_recovery_on_s3.py's are extended), so the two workers end close
+  # together. A module not named here runs after them
+  S3=(tests/functional/s3/test_table_on_s3.py tests/functional/s3/test_dbt_on_s3.py
+      tests/functional/s3/test_crashes_on_s3.py)
   for module in tests/functional/s3/test_*.py; do
     [[ " ${S3[*]} " == *" $module "* ]] || S3+=("$module")
   done

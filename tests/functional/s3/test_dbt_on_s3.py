@@ -3,7 +3,7 @@
 integration profile's `s3` target, as on local disk (tests/functional/dbt/test_dbt_project.py):
 the integration project builds with its data tests (every source row once, files sized); a
 snapshot, a Python model and a `table` model written through the engine (a run killed
-mid-publish and the models over Connect: test_dbt_recovery_on_s3.py, on the other worker). Every table is read back from S3 by pyarrow. A bucket whose S3A client
+mid-publish and the models over Connect: test_dbt_recovery_on_s3.py, extended). Every table is read back from S3 by pyarrow. A bucket whose S3A client
 makes no conditional create is refused once, naming the setting, before anything is
 written there.
 

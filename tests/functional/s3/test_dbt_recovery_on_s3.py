@@ -18,6 +18,10 @@ def mini_s3(s3_server, tmp_path_factory):
     return project, home
 
 
+# extended (about 5 worker-minutes of CI, the S3 run's longest test after the engine's steps):
+# a write killed at each step on S3 and recovered is test_crashes_on_s3.py's, every service on
+# S3 test_table_on_s3.py's, and this dbt scenario runs on local disk (test_dbt_project.py)
+@pytest.mark.extended
 def test_an_upsert_killed_mid_publish_on_s3_is_recovered_and_the_services_run(mini_s3,
                                                                              s3_server):
     """The mini project's orders on S3: the dbt process exits on the spot after two steps of
