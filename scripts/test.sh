@@ -24,7 +24,7 @@ export SPARK_LOCAL_IP=127.0.0.1
 # reordering), so each worker runs its modules in the order a serial run would.
 WORKERS=(-n "${SIZED_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder)
 # The tests marked extended (pytest.ini: a path another test runs, repeated on another
-# deployment or at more kill points, a benchmark end to end, a timed kill): the whole suite
+# deployment or at more kill points, a benchmark end to end): the whole suite
 # and the pyspark 3.5 run leave them out unless SIZED_EXTENDED=1 (CI time); with the
 # pyspark 4 venv and arguments (`bash scripts/test.sh tests/...`) they run
 TIER=()

@@ -1,5 +1,8 @@
 """Assertions shared by the functional tests: what a table holds and how its files look."""
 from collections import defaultdict
+from typing import Any, List, Sequence
+
+import pytest
 
 from python_adapter.spark.catalog.tables import TableRef
 from python_adapter.spark.services.describe import read_layout
@@ -10,6 +13,27 @@ from python_adapter.spark.services.describe import read_layout
 # does not change what runs. Not for the pytest process's own session: a test module runs
 # long enough for C2 to pay (two modules with it took longer than 12 min against 8).
 SHORT_JVM = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"}
+
+
+# A write's steps, each a point its crash matrix stops at (table/commit.py: publish:N is after
+# the N-th move), and those CI crosses (crash_points)
+WRITE_POINTS = ("requested", "inflight", "publish:1", "publish:3", "published", "synced",
+                "completed", "cleanup")
+WRITE_POINTS_IN_CI = ("inflight", "publish:1", "completed")
+
+
+def crash_points(points: Sequence[Any], ci: Sequence[Any]) -> List[Any]:
+    """An operation's crash matrix as parameters: the points in `ci` run in every CI, the
+    others are marked extended (scripts/test.sh runs them with SIZED_EXTENDED=1). `ci` holds
+    one point before the operation's files are published, one in the middle of the publish
+    and one after it completed, so each way a recovery goes (the commit undone, its moves
+    undone, the commit kept) is crossed in CI; every point of the table layer itself runs in
+    CI in tests/unit/table/test_crash_matrix.py and tests/functional/table/test_commit.py."""
+    unknown = [point for point in ci if point not in points]
+    assert not unknown, f"not points of the matrix: {unknown}"
+    return [point if point in ci else pytest.param(
+        *(point if isinstance(point, tuple) else (point,)), marks=pytest.mark.extended)
+        for point in points]
 
 
 def rows_of(spark, schema, name, cols="id, tag"):

@@ -32,6 +32,10 @@ POINTS = ["requested", "inflight", "publish:1", "publish:3", "published", "dropp
           "completed", "cleanup"]
 
 
+# extended (about 2 worker-minutes, three Spark processes): every step of a definition change
+# is crashed in this process below, and a dbt process killed mid-publish and recovered by the
+# next is test_dbt_project.py's upsert scenario
+@pytest.mark.extended
 def test_a_process_killed_during_a_definition_change_leaves_the_old_table(tmp_path):
     """Real crashes: a chain of processes (tests/functional/crash_chain.py), each killed
     like kill -9 while refreshing the table to the other definition (mid-publish; with the

@@ -17,7 +17,8 @@ from python_adapter.spark.job import Route, WriteResult
 from python_adapter.table import faults, lock
 from python_adapter.table.faults import InjectedCrash
 from python_adapter.table.timeline import Timeline
-from tests.functional.helpers import files_by_partition, rows_of
+from tests.functional.helpers import (WRITE_POINTS, WRITE_POINTS_IN_CI, crash_points,
+                                      files_by_partition, rows_of)
 from tests.functional.readers import duckdb_rows, local_dir, polars_rows, pyarrow_rows
 
 
@@ -261,8 +262,7 @@ def crash_then_recover(spark, table, monkeypatch, point, write_it):
     recover_table(spark, table, log=lambda m: None)
 
 
-@pytest.mark.parametrize("point", ["requested", "inflight", "publish:1", "publish:3",
-                                   "published", "synced", "completed", "cleanup"])
+@pytest.mark.parametrize("point", crash_points(WRITE_POINTS, ci=WRITE_POINTS_IN_CI))
 def test_a_crash_at_any_step_of_a_small_batch_keeps_exactly_the_last_commit(
         spark, schema, monkeypatch, point):
     table = TableRef(schema, "crash")
@@ -422,8 +422,7 @@ def test_a_small_insert_checks_its_rows_before_anything_is_written(spark, schema
         assert not Timeline(fs, location).pending()
 
 
-@pytest.mark.parametrize("point", ["requested", "inflight", "publish:1", "publish:3",
-                                   "published", "synced", "completed", "cleanup"])
+@pytest.mark.parametrize("point", crash_points(WRITE_POINTS, ci=WRITE_POINTS_IN_CI))
 def test_a_crash_at_any_step_of_a_small_upsert_keeps_exactly_the_last_commit(
         spark, schema, monkeypatch, point):
     """A small upsert merged by one task (upsert._as_small_merge) rewrites every file it
@@ -461,8 +460,7 @@ def test_rows_flagged_deleted_and_an_empty_batch_insert_nothing(spark, schema):
 
 
 @pytest.mark.parametrize("limit", [None, 0], ids=["top-up", "no-small-file"])
-@pytest.mark.parametrize("point", ["requested", "inflight", "publish:1", "publish:3",
-                                   "published", "synced", "completed", "cleanup"])
+@pytest.mark.parametrize("point", crash_points(WRITE_POINTS, ci=WRITE_POINTS_IN_CI))
 def test_a_crash_at_any_step_of_a_small_insert_keeps_exactly_the_last_commit(
         spark, schema, monkeypatch, point, limit):
     """Topping up small files, and (small_file_limit 0) adding files without the query that
