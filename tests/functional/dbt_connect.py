@@ -31,12 +31,16 @@ def java_dirs() -> List[str]:
 
 
 @contextmanager
-def connect_server(state: Path, port: str, s3_env: Optional[Dict[str, str]] = None
+def connect_server(state: Path, s3_env: Optional[Dict[str, str]] = None
                    ) -> Iterator[Tuple[str, Path]]:
-    """A Connect server with our extension on 127.0.0.1:port, its state (warehouse,
-    metastore, log) in `state`; stopped by its pid on exit. Yields (URL, warehouse).
+    """A Connect server with our extension on a free port of 127.0.0.1 (a fixed one could be
+    another worker's server's, which a killed server's client would then reach), its state
+    (warehouse, metastore, log) in `state`; stopped by its pid on exit. Yields (URL, warehouse).
     s3_env: the SIZED_S3_* settings of a local S3 server the server keeps its warehouse on
     (`--s3`; the yielded warehouse is then a local directory that stays empty)."""
+    from benchmarks.lib.session import free_port
+
+    port = str(free_port())
     env = {**os.environ, "SIZED_CONNECT_DIR": str(state), "SIZED_CONNECT_PORT": port,
            "PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", **(s3_env or {})}
     extra = ["--s3"] if s3_env else []

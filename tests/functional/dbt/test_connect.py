@@ -35,7 +35,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     state = tmp_path_factory.mktemp("connect")
-    with connect_server(state, str(free_port())) as (url, _warehouse):
+    with connect_server(state) as (url, _warehouse):
         yield url, state
 
 
@@ -327,7 +327,7 @@ def test_upsert_on_a_standalone_cluster_through_connect(tmp_path):
     try:
         os.environ["SIZED_CONNECT_MASTER"] = "spark://127.0.0.1:7277"
         try:
-            with connect_server(tmp_path / "connect", str(free_port())) as (_url, warehouse):
+            with connect_server(tmp_path / "connect") as (_url, warehouse):
                 project = _project(tmp_path, "tests/functional/dbt_mini")
                 first, second = _dbt_steps(
                     project, tmp_path / "connect", "connect", ["build", "--select", "orders+"],

@@ -14,7 +14,6 @@ import pytest
 from python_adapter.io.fs import HadoopFS
 from python_adapter.table.commit import CommitProtocol
 from python_adapter.table.lock import forget_held_locks
-from benchmarks.lib.session import free_port
 from tests.functional.dbt.test_dbt_project import REPO
 from tests.functional.dbt_connect import connect_server
 from tests.functional.readers import duckdb_rows
@@ -26,9 +25,7 @@ pytestmark = pytest.mark.skipif(int(pyspark.__version__.split(".")[0]) < 4,
 
 def test_a_server_killed_mid_publish_is_named_with_the_unfinished_commit(spark, tmp_path):
     state = tmp_path / "connect"
-    # a port of its own: a server another worker starts on a fixed one could answer the
-    # client once this one is killed (a CI saw "no longer knows this client's session")
-    with connect_server(state, str(free_port())) as (url, warehouse):
+    with connect_server(state) as (url, warehouse):
         done = subprocess.run([sys.executable, str(REPO / "tests/functional/connect_gone.py"),
                                url, str(state / "pid")], capture_output=True, text=True,
                               timeout=600, cwd=REPO, env={"PYTHONPATH": str(REPO),

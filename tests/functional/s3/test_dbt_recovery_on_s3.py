@@ -72,7 +72,6 @@ def over_connect(s3_server, tmp_path_factory):
     """tests/functional/dbt_s3's models over `method: connect`: a Spark Connect server
     (`sized-spark serve connect start --s3`) keeps its warehouse in a bucket of the S3
     server; the dbt client sees neither S3 nor a Java (tests/functional/dbt_connect.py)."""
-    from benchmarks.lib.session import free_port
     from tests.functional.dbt_connect import connect_server
 
     tmp = tmp_path_factory.mktemp("s3_connect")
@@ -81,7 +80,7 @@ def over_connect(s3_server, tmp_path_factory):
     shutil.copy(REPO / "integration_tests/profiles.yml", project / "profiles.yml")
     object_store.arrow_store(s3_server).create_dir(CONNECT_BUCKET)
     s3_env = {**_env(s3_server), "SIZED_S3_BUCKET": CONNECT_BUCKET}
-    with connect_server(tmp / "server", str(free_port()), s3_env):
+    with connect_server(tmp / "server", s3_env):
         steps = _dbt_steps(project, home, "connect",
                            ["run", "--select", "s3_events", "s3_python"],
                            ["run", "--select", "s3_events", "--vars",
